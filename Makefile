@@ -1,0 +1,60 @@
+# trainop — every target installs what it needs into .venv (created here, in the repository).
+# Caches (pip wheels, Go build cache, built control-plane binaries) live outside the repository.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.stamp
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help venv dev demo test lint typecheck unit integration e2e crds bench bench-core bench-local bench-k8s testenv testenv-up clean
+
+help:
+	@echo "make demo        run the PyTorch DDP demo on the local backend"
+	@echo "make test        lint, typecheck and every test (builds the test control plane if missing)"
+	@echo "make crds        regenerate manifests/crds from the models"
+	@echo "make testenv     build kube-apiserver, etcd, kwok ... into the cache"
+	@echo "make bench-core | bench-local | bench-k8s   print benchmark figures"
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# base + dev tools; re-run when pyproject changes
+$(STAMP)-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+# one stamp per framework extra: make extra-torch, extra-xgboost, ...
+$(STAMP)-extra-%: pyproject.toml | $(STAMP)-dev
+	$(BIN)/pip install -q -e '.[$*]'
+	@touch $@
+
+venv dev: $(STAMP)-dev
+
+lint: $(STAMP)-dev
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: $(STAMP)-dev
+	$(BIN)/mypy
+
+crds: $(STAMP)-dev
+	$(BIN)/python -m trainop.api.crds manifests/crds
+
+unit: $(STAMP)-dev
+	$(BIN)/pytest -q tests/unit
+
+demo: $(STAMP)-extra-torch
+	$(BIN)/trainop run examples/pytorch/ddp-digits/pytorchjob.yaml
+
+bench-core: $(STAMP)-dev
+	$(BIN)/python tests/benchmarks/bench_reconcile.py
+
+-include mk/*.mk
+
+test: lint typecheck
+	$(BIN)/pytest -q tests
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info
