@@ -1,0 +1,152 @@
+"""Shared kubeflow.org/v1 types (contract §1.2): RunPolicy, ReplicaSpec, JobStatus and friends.
+
+Models keep the user's camelCase JSON shape (aliases) with snake_case attributes. Unknown fields are
+kept (``extra="allow"``) so nothing the user wrote is lost; validation reports them. Pod templates are
+plain Kubernetes PodTemplateSpec dicts, kept verbatim.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class KubeModel(BaseModel):
+    """Base for every API model: camelCase on the wire, snake_case in Python, unknown keys kept."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="allow",
+        validate_assignment=False,
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as Kubernetes JSON (camelCase, unset fields omitted)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class OwnerReference(KubeModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(KubeModel):
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    finalizers: list[str] | None = None
+
+
+class SchedulingPolicy(KubeModel):
+    min_available: int | None = None
+    queue: str | None = None
+    min_resources: dict[str, Any] | None = None
+    priority_class: str | None = None
+    schedule_timeout_seconds: int | None = None
+
+
+class RunPolicy(KubeModel):
+    clean_pod_policy: str | None = None
+    ttl_seconds_after_finished: int | None = None
+    active_deadline_seconds: int | None = None
+    backoff_limit: int | None = None
+    scheduling_policy: SchedulingPolicy | None = None
+    suspend: bool | None = None
+    managed_by: str | None = None
+
+
+class ReplicaSpec(KubeModel):
+    replicas: int | None = None
+    # A Kubernetes PodTemplateSpec, kept verbatim (every field the user wrote survives a round trip).
+    template: dict[str, Any] = Field(default_factory=dict)
+    restart_policy: str | None = None
+
+    # --- convenience accessors over the raw template (no copies) ---
+    @property
+    def pod_spec(self) -> dict[str, Any]:
+        spec = self.template.get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    @property
+    def containers(self) -> list[dict[str, Any]]:
+        cs = self.pod_spec.get("containers")
+        return cs if isinstance(cs, list) else []
+
+
+class JobCondition(KubeModel):
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_update_time: datetime | None = None
+    last_transition_time: datetime | None = None
+
+
+class ReplicaStatus(KubeModel):
+    active: int | None = None
+    succeeded: int | None = None
+    failed: int | None = None
+    label_selector: dict[str, Any] | None = None
+    selector: str | None = None
+
+
+class JobStatus(KubeModel):
+    conditions: list[JobCondition] | None = None
+    replica_statuses: dict[str, ReplicaStatus] | None = None
+    start_time: datetime | None = None
+    completion_time: datetime | None = None
+    last_reconcile_time: datetime | None = None
+
+
+class JobSpec(KubeModel):
+    """Fields every kind's spec shares; subclasses add the replica map and kind-specific fields."""
+
+    # Python attribute name of the replica map, e.g. "pytorch_replica_specs"; set by each kind.
+    replica_field: ClassVar[str] = ""
+
+    run_policy: RunPolicy | None = None
+
+
+class TrainingJob(KubeModel):
+    """One kubeflow.org/v1 job of any kind; ``spec`` is the kind's own spec model."""
+
+    api_version: str = "kubeflow.org/v1"
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: JobSpec
+    status: JobStatus | None = None
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
+
+    @property
+    def replica_specs(self) -> dict[str, ReplicaSpec]:
+        """The kind's replica map (``spec.<x>ReplicaSpecs``), empty when unset."""
+        field = type(self.spec).replica_field
+        value = getattr(self.spec, field, None)
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def run_policy(self) -> RunPolicy:
+        return self.spec.run_policy or RunPolicy()

@@ -1,0 +1,90 @@
+"""Every label, annotation, condition and env-var name the project shares (contract §1.2, §3, §4.1).
+
+Pure data: no imports beyond the standard library, so every layer may use it.
+"""
+
+from typing import Final
+
+GROUP: Final = "kubeflow.org"
+VERSION: Final = "v1"
+API_VERSION: Final = "kubeflow.org/v1"
+
+# Labels (§1.2); shared with the SDK.
+LABEL_PREFIX: Final = "training.kubeflow.org/"
+LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
+LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
+LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
+LABEL_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
+LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
+JOB_ROLE_MASTER: Final = "master"
+LABEL_APP: Final = "app"  # MPI's ConfigMap / ServiceAccount label (§3.9)
+LABEL_KUEUE_QUEUE: Final = "kueue.x-k8s.io/queue-name"
+
+ANNOTATION_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
+
+# runPolicy.managedBy (§1.2, §4.11)
+MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"
+MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"
+MANAGED_BY_VALUES: Final = (MANAGED_BY_OPERATOR, MANAGED_BY_MULTIKUEUE)
+
+# Condition types (§4.1)
+COND_CREATED: Final = "Created"
+COND_RUNNING: Final = "Running"
+COND_RESTARTING: Final = "Restarting"
+COND_SUCCEEDED: Final = "Succeeded"
+COND_FAILED: Final = "Failed"
+COND_SUSPENDED: Final = "Suspended"
+CONDITION_TYPES: Final = (COND_CREATED, COND_RUNNING, COND_RESTARTING, COND_SUCCEEDED, COND_FAILED, COND_SUSPENDED)
+
+# Restart policies (§1.2)
+RESTART_ALWAYS: Final = "Always"
+RESTART_ON_FAILURE: Final = "OnFailure"
+RESTART_NEVER: Final = "Never"
+RESTART_EXIT_CODE: Final = "ExitCode"
+RESTART_POLICIES: Final = (RESTART_ALWAYS, RESTART_ON_FAILURE, RESTART_NEVER, RESTART_EXIT_CODE)
+
+# cleanPodPolicy (§4.8)
+CLEAN_ALL: Final = "All"
+CLEAN_RUNNING: Final = "Running"
+CLEAN_NONE: Final = "None"
+CLEAN_POD_POLICIES: Final = (CLEAN_ALL, CLEAN_RUNNING, CLEAN_NONE)
+
+# Exit code sentinel when the default container has not terminated (§4.5)
+EXIT_CODE_UNSET: Final = 0xBEEF
+
+# Env vars injected by plugins (§3.3–§3.9)
+ENV_PYTHONUNBUFFERED: Final = "PYTHONUNBUFFERED"
+ENV_MASTER_ADDR: Final = "MASTER_ADDR"
+ENV_MASTER_PORT: Final = "MASTER_PORT"
+ENV_WORLD_SIZE: Final = "WORLD_SIZE"
+ENV_RANK: Final = "RANK"
+ENV_PET_MASTER_ADDR: Final = "PET_MASTER_ADDR"
+ENV_PET_MASTER_PORT: Final = "PET_MASTER_PORT"
+ENV_PET_NODE_RANK: Final = "PET_NODE_RANK"
+ENV_PET_NPROC_PER_NODE: Final = "PET_NPROC_PER_NODE"
+ENV_PET_NNODES: Final = "PET_NNODES"
+ENV_PET_RDZV_ENDPOINT: Final = "PET_RDZV_ENDPOINT"
+ENV_PET_RDZV_BACKEND: Final = "PET_RDZV_BACKEND"
+ENV_PET_MAX_RESTARTS: Final = "PET_MAX_RESTARTS"
+ENV_PET_RDZV_ID: Final = "PET_RDZV_ID"
+ENV_PET_RDZV_CONF: Final = "PET_RDZV_CONF"
+ENV_PET_STANDALONE: Final = "PET_STANDALONE"
+ENV_TF_CONFIG: Final = "TF_CONFIG"
+ENV_WORKER_PORT: Final = "WORKER_PORT"
+ENV_WORKER_ADDRS: Final = "WORKER_ADDRS"
+ENV_PADDLE_JOB_ID: Final = "PADDLE_JOB_ID"
+ENV_PADDLE_NNODES: Final = "PADDLE_NNODES"
+ENV_PADDLE_MASTER: Final = "PADDLE_MASTER"
+ENV_POD_IP_DUMMY: Final = "POD_IP_DUMMY"
+ENV_PADDLE_SERVER_NUM: Final = "PADDLE_SERVER_NUM"
+ENV_PADDLE_TRAINER_NUM: Final = "PADDLE_TRAINER_NUM"
+ENV_COORDINATOR_ADDRESS: Final = "COORDINATOR_ADDRESS"
+ENV_COORDINATOR_PORT: Final = "COORDINATOR_PORT"
+ENV_NUM_PROCESSES: Final = "NUM_PROCESSES"
+ENV_PROCESS_ID: Final = "PROCESS_ID"
+ENV_OMPI_RSH_AGENT: Final = "OMPI_MCA_plm_rsh_agent"
+ENV_OMPI_HOSTFILE: Final = "OMPI_MCA_orte_default_hostfile"
+ENV_NVIDIA_VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
+ENV_NVIDIA_DRIVER_CAPABILITIES: Final = "NVIDIA_DRIVER_CAPABILITIES"
+ENV_I_MPI_HYDRA_BOOTSTRAP: Final = "I_MPI_HYDRA_BOOTSTRAP"
+ENV_I_MPI_HYDRA_BOOTSTRAP_EXEC: Final = "I_MPI_HYDRA_BOOTSTRAP_EXEC"
