@@ -1,0 +1,263 @@
+"""List+watch informers: a local cache of one resource kept current by a watch, with change handlers.
+
+List once (remembering the list's resourceVersion), then watch from it; when the watch says the
+version is too old (410 Gone) list again and report the difference as adds/updates/deletes, as
+client-go's reflector does. Server-side label selectors keep unrelated objects out of memory;
+``transform`` drops what the operator never reads (managedFields). I/O adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lightkube.core.client import ALL_NS
+from lightkube.types import OnErrorAction, OnErrorResult
+
+from trainop.backends.kubernetes.client import PRIORITY_READ, KubeClient, api_status_code, request_priority
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+ObjKey = tuple[str, str]  # (namespace, name)
+
+
+def obj_key(obj: Obj) -> ObjKey:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def controller_ref(obj: Obj) -> dict[str, Any] | None:
+    """The ownerReference with ``controller: true`` (there is at most one)."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def strip_managed_fields(obj: Obj) -> Obj:
+    """Drop metadata.managedFields: often half of an object's size and never read by the operator."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        meta = dict(meta)
+        del meta["managedFields"]
+        obj = {**obj, "metadata": meta}
+    return obj
+
+
+def resource_version_newer(a: str | None, b: str | None) -> bool:
+    """Whether version ``a`` is newer than ``b``. Versions are opaque to clients; etcd's are integers,
+    and only then is the comparison made (otherwise ``a`` is taken as newer)."""
+    if a is None or b is None:
+        return a is not None
+    if a.isdigit() and b.isdigit():
+        return int(a) > int(b)
+    return a != b
+
+
+@dataclass
+class Handlers:
+    on_add: Callable[[Obj], None] | None = None
+    on_update: Callable[[Obj, Obj], None] | None = None
+    on_delete: Callable[[Obj], None] | None = None
+
+
+@dataclass
+class Store:
+    """Objects by (namespace, name), indexed by the uid of their controlling owner."""
+
+    objects: dict[ObjKey, Obj] = field(default_factory=dict)
+    by_owner: dict[str, set[ObjKey]] = field(default_factory=dict)
+
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.objects.get((namespace, name))
+
+    def owned_by(self, uid: str) -> list[Obj]:
+        return [self.objects[k] for k in sorted(self.by_owner.get(uid, ())) if k in self.objects]
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def upsert(self, obj: Obj) -> Obj | None:
+        key = obj_key(obj)
+        old = self.objects.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self.objects[key] = obj
+        ref = controller_ref(obj)
+        if ref is not None and ref.get("uid"):
+            self.by_owner.setdefault(ref["uid"], set()).add(key)
+        return old
+
+    def remove(self, key: ObjKey) -> Obj | None:
+        old = self.objects.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def _unindex(self, key: ObjKey, obj: Obj) -> None:
+        ref = controller_ref(obj)
+        if ref is not None and ref.get("uid"):
+            keys = self.by_owner.get(ref["uid"])
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self.by_owner[ref["uid"]]
+
+
+class Informer:
+    def __init__(
+        self,
+        client: KubeClient,
+        resource: Any,
+        *,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
+        transform: Callable[[Obj], Obj | None] = strip_managed_fields,
+        name: str = "",
+        page_size: int = 500,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.namespace = namespace or None
+        self.labels = labels
+        self.transform = transform
+        self.name = name or resource.__name__
+        self.page_size = page_size
+        self.store = Store()
+        self.handlers: list[Handlers] = []
+        self.synced = asyncio.Event()
+        self.relists = 0
+
+    def add_handlers(self, handlers: Handlers) -> None:
+        self.handlers.append(handlers)
+
+    # --- change delivery -------------------------------------------------------------------------
+    def _emit_add(self, obj: Obj) -> None:
+        for h in self.handlers:
+            if h.on_add:
+                self._safe(h.on_add, obj)
+
+    def _emit_update(self, old: Obj, new: Obj) -> None:
+        for h in self.handlers:
+            if h.on_update:
+                self._safe(h.on_update, old, new)
+
+    def _emit_delete(self, obj: Obj) -> None:
+        for h in self.handlers:
+            if h.on_delete:
+                self._safe(h.on_delete, obj)
+
+    def _safe(self, fn: Callable[..., None], *args: Obj) -> None:
+        try:
+            fn(*args)
+        except Exception:  # a handler bug must not kill the watch
+            log.exception("informer %s: handler failed", self.name)
+
+    def apply_event(self, kind: str, obj: Obj) -> None:
+        """Fold one watch event into the store and call the handlers."""
+        if kind == "DELETED":
+            old = self.store.remove(obj_key(obj))
+            self._emit_delete(old if old is not None else obj)
+            return
+        new = self.transform(obj)
+        if new is None:  # not ours (e.g. a ConfigMap with an `app` label but no MPIJob owner)
+            old = self.store.remove(obj_key(obj))
+            if old is not None:
+                self._emit_delete(old)
+            return
+        old = self.store.upsert(new)
+        if old is None:
+            self._emit_add(new)
+        else:
+            self._emit_update(old, new)
+
+    def put_newer(self, obj: Obj) -> None:
+        """Store an object the operator just wrote, unless the cache already holds a newer version; so
+        the next reconcile does not start from a status older than its own last write."""
+        new = self.transform(obj)
+        if new is None:
+            return
+        cur = self.store.get(*obj_key(new))
+        cur_rv = (cur or {}).get("metadata", {}).get("resourceVersion")
+        if cur is None or resource_version_newer(new.get("metadata", {}).get("resourceVersion"), cur_rv):
+            self.store.upsert(new)
+
+    # --- list + watch --------------------------------------------------------------------------------
+    async def _list(self) -> str:
+        with request_priority(PRIORITY_READ):
+            it = self.client.api.list(
+                self.resource,
+                namespace=self.namespace or ALL_NS,
+                labels=self.labels,
+                chunk_size=self.page_size,
+            )
+            seen: dict[ObjKey, Obj] = {}
+            async for item in it:
+                obj = self.transform(dict(item))
+                if obj is not None:
+                    seen[obj_key(obj)] = obj
+            rv = getattr(it, "_resourceVersion", None) or ""
+        # Replace the store, reporting the difference (client-go's Replace with DeletedFinalStateUnknown).
+        for key in list(self.store.objects):
+            if key not in seen:
+                old = self.store.remove(key)
+                if old is not None:
+                    self._emit_delete(old)
+        for obj in seen.values():
+            old = self.store.upsert(obj)
+            if old is None:
+                self._emit_add(obj)
+            elif old.get("metadata", {}).get("resourceVersion") != obj.get("metadata", {}).get("resourceVersion"):
+                self._emit_update(old, obj)
+        return rv
+
+    async def _watch(self, rv: str) -> None:
+        gone = False
+
+        def on_error(exc: Exception, count: int) -> OnErrorResult:
+            nonlocal gone
+            if api_status_code(exc) == 410:
+                gone = True
+                return OnErrorResult(OnErrorAction.STOP)
+            log.info("informer %s: watch error (%s), retrying", self.name, exc)
+            return OnErrorResult(OnErrorAction.RETRY, sleep=min(30.0, 0.2 * 2 ** min(count, 8)))
+
+        with request_priority(PRIORITY_READ):
+            stream = self.client.api.watch(
+                self.resource,
+                namespace=self.namespace or ALL_NS,
+                labels=self.labels,
+                resource_version=rv or None,
+                # client-go picks 5-10 min so many watches do not reconnect at once.
+                server_timeout=random.randint(300, 600),
+                on_error=on_error,
+            )
+            async for kind, obj in stream:
+                if kind == "BOOKMARK":
+                    continue
+                self.apply_event(kind, dict(obj))
+        if gone:
+            log.info("informer %s: resourceVersion too old (410 Gone), listing again", self.name)
+
+    async def run(self) -> None:
+        """List, then watch, forever; list again after 410 Gone or any failure (with backoff)."""
+        failures = 0
+        while True:
+            try:
+                rv = await self._list()
+                self.synced.set()
+                failures = 0
+                await self._watch(rv)
+                self.relists += 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                failures += 1
+                delay = min(30.0, 0.5 * 2 ** min(failures, 6))
+                log.warning("informer %s: %s; listing again in %.1fs", self.name, exc, delay)
+                await asyncio.sleep(delay)

@@ -1,0 +1,81 @@
+"""The Kubernetes resources the operator reads and writes, as lightkube generic (dict-backed) classes.
+
+Objects stay plain JSON dicts end to end (the core consumes Pod/Service dicts), so no typed model is
+decoded on the hot path. Pure declarations: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightkube.core import resource as lkres
+from lightkube.generic_resource import (
+    GenericGlobalResource,
+    GenericNamespacedResource,
+    create_api_info,
+    create_namespaced_resource,
+)
+
+from trainop.api.constants import GROUP, VERSION
+from trainop.api.kinds import KIND_INFO
+
+Resource = type[GenericNamespacedResource] | type[GenericGlobalResource]
+
+
+def _private(base: type[Any], group: str, version: str, kind: str, plural: str) -> Any:
+    # Built outside lightkube's global registry on purpose: registering "v1/Pod" there would shadow
+    # lightkube's typed Pod for any other code in the process that loads YAML through lightkube.
+    cls = type(kind, (base,), {"_api_info": create_api_info(group, version, kind, plural)})
+    status_info = lkres.ApiInfo(
+        resource=cls._api_info.resource,
+        parent=cls._api_info.resource,
+        plural=plural,
+        verbs=["get", "patch", "put"],
+        action="status",
+    )
+    cls.Status = type(f"{kind}Status", (base,), {"_api_info": status_info})
+    return cls
+
+
+Pod: Any = _private(GenericNamespacedResource, "", "v1", "Pod", "pods")
+Service: Any = _private(GenericNamespacedResource, "", "v1", "Service", "services")
+ConfigMap: Any = _private(GenericNamespacedResource, "", "v1", "ConfigMap", "configmaps")
+ServiceAccount: Any = _private(GenericNamespacedResource, "", "v1", "ServiceAccount", "serviceaccounts")
+Secret: Any = _private(GenericNamespacedResource, "", "v1", "Secret", "secrets")
+Event: Any = _private(GenericNamespacedResource, "", "v1", "Event", "events")
+Role: Any = _private(GenericNamespacedResource, "rbac.authorization.k8s.io", "v1", "Role", "roles")
+RoleBinding: Any = _private(
+    GenericNamespacedResource, "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"
+)
+Lease: Any = _private(GenericNamespacedResource, "coordination.k8s.io", "v1", "Lease", "leases")
+ValidatingWebhookConfiguration: Any = _private(
+    GenericGlobalResource,
+    "admissionregistration.k8s.io",
+    "v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+)
+
+# The six job kinds (contract §1.1), as the brief's generic resources; they carry /status (and /scale).
+JOB_RESOURCES: dict[str, Any] = {
+    kind: create_namespaced_resource(GROUP, VERSION, kind, info.plural) for kind, info in KIND_INFO.items()
+}
+
+# Objects a Plan may create, update or delete, by Kubernetes kind (core/plan.py actions carry the kind).
+OWNED_RESOURCES: dict[str, Any] = {
+    "Pod": Pod,
+    "Service": Service,
+    "ConfigMap": ConfigMap,
+    "ServiceAccount": ServiceAccount,
+    "Role": Role,
+    "RoleBinding": RoleBinding,
+}
+
+
+def resource_for_kind(kind: str) -> Any:
+    """The resource class of an owned object or a job kind; KeyError names what is supported."""
+    if kind in OWNED_RESOURCES:
+        return OWNED_RESOURCES[kind]
+    if kind in JOB_RESOURCES:
+        return JOB_RESOURCES[kind]
+    raise KeyError(f"trainop does not manage objects of kind {kind!r} (known: {', '.join([*OWNED_RESOURCES, *JOB_RESOURCES])})")
