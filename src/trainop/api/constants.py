@@ -88,3 +88,10 @@ ENV_NVIDIA_VISIBLE_DEVICES: Final = "NVIDIA_VISIBLE_DEVICES"
 ENV_NVIDIA_DRIVER_CAPABILITIES: Final = "NVIDIA_DRIVER_CAPABILITIES"
 ENV_I_MPI_HYDRA_BOOTSTRAP: Final = "I_MPI_HYDRA_BOOTSTRAP"
 ENV_I_MPI_HYDRA_BOOTSTRAP_EXEC: Final = "I_MPI_HYDRA_BOOTSTRAP_EXEC"
+
+# Local backend (docs/local-backend.md): its settings and the env/resource names it reads or injects.
+ENV_TRAINOP_HOME: Final = "TRAINOP_HOME"  # state directory; default ${XDG_DATA_HOME:-~/.local/share}/trainop
+ENV_TRAINOP_GPUS: Final = "TRAINOP_GPUS"  # GPU inventory override, e.g. "0,1" ("" = no GPU)
+ENV_TRAINOP_RESTART_BACKOFF_MAX: Final = "TRAINOP_RESTART_BACKOFF_MAX"  # seconds; local default 10
+ENV_CUDA_VISIBLE_DEVICES: Final = "CUDA_VISIBLE_DEVICES"
+RESOURCE_NVIDIA_GPU: Final = "nvidia.com/gpu"
