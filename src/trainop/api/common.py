@@ -8,10 +8,16 @@ plain Kubernetes PodTemplateSpec dicts, kept verbatim.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from pydantic.alias_generators import to_camel
+
+# Kubernetes rejects a string where an integer or a boolean belongs (`replicas: "2"`), and bounds
+# int32/int64 fields; these types do the same. ``format`` carries into the generated CRDs.
+Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1, json_schema_extra={"format": "int32"})]
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1, json_schema_extra={"format": "int64"})]
+Bool = StrictBool
 
 
 class KubeModel(BaseModel):
@@ -34,8 +40,8 @@ class OwnerReference(KubeModel):
     kind: str
     name: str
     uid: str
-    controller: bool | None = None
-    block_owner_deletion: bool | None = None
+    controller: Bool | None = None
+    block_owner_deletion: Bool | None = None
 
 
 class ObjectMeta(KubeModel):
@@ -44,9 +50,12 @@ class ObjectMeta(KubeModel):
     namespace: str | None = None
     uid: str | None = None
     resource_version: str | None = None
-    generation: int | None = None
+    generation: Int64 | None = None
     creation_timestamp: datetime | None = None
     deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: Int64 | None = None
+    self_link: str | None = None
+    managed_fields: list[dict[str, Any]] | None = None  # written by the API server; kept verbatim
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     owner_references: list[OwnerReference] | None = None
@@ -54,25 +63,25 @@ class ObjectMeta(KubeModel):
 
 
 class SchedulingPolicy(KubeModel):
-    min_available: int | None = None
+    min_available: Int32 | None = None
     queue: str | None = None
     min_resources: dict[str, Any] | None = None
     priority_class: str | None = None
-    schedule_timeout_seconds: int | None = None
+    schedule_timeout_seconds: Int32 | None = None
 
 
 class RunPolicy(KubeModel):
     clean_pod_policy: str | None = None
-    ttl_seconds_after_finished: int | None = None
-    active_deadline_seconds: int | None = None
-    backoff_limit: int | None = None
+    ttl_seconds_after_finished: Int32 | None = None
+    active_deadline_seconds: Int64 | None = None
+    backoff_limit: Int32 | None = None
     scheduling_policy: SchedulingPolicy | None = None
-    suspend: bool | None = None
+    suspend: Bool | None = None
     managed_by: str | None = None
 
 
 class ReplicaSpec(KubeModel):
-    replicas: int | None = None
+    replicas: Int32 | None = None
     # A Kubernetes PodTemplateSpec, kept verbatim (every field the user wrote survives a round trip).
     template: dict[str, Any] = Field(default_factory=dict)
     restart_policy: str | None = None
@@ -99,9 +108,9 @@ class JobCondition(KubeModel):
 
 
 class ReplicaStatus(KubeModel):
-    active: int | None = None
-    succeeded: int | None = None
-    failed: int | None = None
+    active: Int32 | None = None
+    succeeded: Int32 | None = None
+    failed: Int32 | None = None
     label_selector: dict[str, Any] | None = None
     selector: str | None = None
 

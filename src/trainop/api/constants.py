@@ -34,7 +34,14 @@ COND_RESTARTING: Final = "Restarting"
 COND_SUCCEEDED: Final = "Succeeded"
 COND_FAILED: Final = "Failed"
 COND_SUSPENDED: Final = "Suspended"
-CONDITION_TYPES: Final = (COND_CREATED, COND_RUNNING, COND_RESTARTING, COND_SUCCEEDED, COND_FAILED, COND_SUSPENDED)
+CONDITION_TYPES: Final = (
+    COND_CREATED,
+    COND_RUNNING,
+    COND_RESTARTING,
+    COND_SUCCEEDED,
+    COND_FAILED,
+    COND_SUSPENDED,
+)
 
 # Restart policies (§1.2)
 RESTART_ALWAYS: Final = "Always"
@@ -52,7 +59,7 @@ CLEAN_POD_POLICIES: Final = (CLEAN_ALL, CLEAN_RUNNING, CLEAN_NONE)
 # Exit code sentinel when the default container has not terminated (§4.5)
 EXIT_CODE_UNSET: Final = 0xBEEF
 
-# Env vars injected by plugins (§3.3–§3.9)
+# Env vars injected by plugins (§3.3-§3.9)
 ENV_PYTHONUNBUFFERED: Final = "PYTHONUNBUFFERED"
 ENV_MASTER_ADDR: Final = "MASTER_ADDR"
 ENV_MASTER_PORT: Final = "MASTER_PORT"

@@ -5,6 +5,7 @@ A ``FieldError`` renders like Kubernetes' ``field.Error``: ``<path>: <message>``
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 
@@ -36,10 +37,24 @@ def forbidden(path: str, msg: str) -> FieldError:
     return FieldError(path, f"Forbidden: {msg}")
 
 
+def render_value(value: object) -> str:
+    """A bad value as apimachinery's ``field.Error`` prints it: strings quoted, numbers and booleans
+    bare, nil as ``"null"``, anything else as compact JSON."""
+    if value is None:
+        return '"null"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
 def invalid(path: str, value: object, msg: str) -> FieldError:
-    return FieldError(path, f'Invalid value: "{value}": {msg}')
+    return FieldError(path, f"Invalid value: {render_value(value)}: {msg}")
 
 
 def not_supported(path: str, value: object, supported: tuple[str, ...] | list[str]) -> FieldError:
-    opts = ", ".join(f'"{s}"' for s in supported)
-    return FieldError(path, f'Unsupported value: "{value}": supported values: {opts}')
+    opts = ", ".join(json.dumps(s, ensure_ascii=False) for s in supported)
+    return FieldError(path, f"Unsupported value: {render_value(value)}: supported values: {opts}")

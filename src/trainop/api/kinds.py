@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from trainop.api.common import JobSpec, KubeModel, ReplicaSpec, TrainingJob
+from trainop.api.common import Bool, Int32, JobSpec, KubeModel, ReplicaSpec, TrainingJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,23 +39,23 @@ class RDZVConf(KubeModel):
 
 
 class ElasticPolicy(KubeModel):
-    min_replicas: int | None = None
-    max_replicas: int | None = None
+    min_replicas: Int32 | None = None
+    max_replicas: Int32 | None = None
     rdzv_backend: str | None = None
-    rdzv_port: int | None = None
+    rdzv_port: Int32 | None = None
     rdzv_host: str | None = None
     rdzv_id: str | None = None
     rdzv_conf: list[RDZVConf] | None = None
-    standalone: bool | None = None
-    n_proc_per_node: int | None = None
-    max_restarts: int | None = None
+    standalone: Bool | None = None
+    n_proc_per_node: Int32 | None = None
+    max_restarts: Int32 | None = None
     metrics: list[dict[str, Any]] | None = None
 
 
 class PaddleElasticPolicy(KubeModel):
-    min_replicas: int | None = None
-    max_replicas: int | None = None
-    max_restarts: int | None = None
+    min_replicas: Int32 | None = None
+    max_replicas: Int32 | None = None
+    max_restarts: Int32 | None = None
     metrics: list[dict[str, Any]] | None = None
 
 
@@ -70,7 +70,7 @@ class TFJobSpec(JobSpec):
     replica_field = "tf_replica_specs"
     tf_replica_specs: dict[str, ReplicaSpec] | None = None
     success_policy: str | None = None
-    enable_dynamic_worker: bool | None = None
+    enable_dynamic_worker: Bool | None = None
 
 
 class XGBoostJobSpec(JobSpec):
@@ -81,7 +81,7 @@ class XGBoostJobSpec(JobSpec):
 class MPIJobSpec(JobSpec):
     replica_field = "mpi_replica_specs"
     mpi_replica_specs: dict[str, ReplicaSpec] | None = None
-    slots_per_worker: int | None = None
+    slots_per_worker: Int32 | None = None
     clean_pod_policy: str | None = None  # deprecated; runPolicy.cleanPodPolicy wins (§1.4)
     main_container: str | None = None
 
