@@ -86,7 +86,7 @@ build() {  # label module-dir ldflags out(-o) packages...
   t0=$(date +%s)
   tmp="$(mktemp -d "$KEY_DIR/.tmp-$label.XXXXXX")"
   total="$(cd "$HERE/tools/$dir" && go list -deps "$@" | wc -l)"
-  say "$label: building $* (~$total packages; a cold build of kubernetes takes 15-30 min on 2 cores)"
+  say "$label: building $* (~$total packages)"
   # GOFLAGS=-mod=readonly: the committed go.mod/go.sum are the pin; never let a build rewrite them.
   (cd "$HERE/tools/$dir" && CGO_ENABLED=0 GOFLAGS=-mod=readonly \
       go build -v -trimpath -ldflags "$ldflags" -o "$tmp/$out" "$@" 2>&1) | progress "$label" "$total"
@@ -110,6 +110,7 @@ if [[ -n "$(missing "${K8S_BINS[@]}")" ]]; then
     ld+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
     ld+=" -X $p.gitTreeState=clean -X $p.buildDate=$BUILD_DATE"
   done
+  say "kubernetes: a cold build (empty Go build cache) takes about 5 min on 2 fast cores, more on slow ones"
   build kubernetes kubernetes "$ld" "" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl

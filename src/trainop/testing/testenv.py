@@ -1,0 +1,1093 @@
+"""A real Kubernetes control plane for tests: etcd, kube-apiserver, controller-manager, scheduler, kwok.
+
+Pytest plugin (``k8s_env`` session fixture, ``k8s_namespace`` per test) and the ``up``/``down`` CLI
+behind ``hack/testenv/up``. It starts the binaries that ``hack/testenv/build.sh`` put in the cache;
+it never builds, downloads or mocks anything. See hack/testenv/README.md for the API and the flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import ctypes
+import datetime as dt
+import http.client
+import ipaddress
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+import yaml
+
+if TYPE_CHECKING:
+    import lightkube
+
+__all__ = [
+    "BuildMissingError",
+    "ControlPlane",
+    "K8sEnv",
+    "find_bin_dir",
+    "k8s_env",
+    "k8s_namespace",
+]
+
+T = TypeVar("T")
+
+BUILD_COMMAND = "make testenv"
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+
+# Fake nodes: enough GPUs and CPUs for multi-replica training jobs; kwok manages the ones
+# carrying this annotation (its --manage-nodes-with-annotation-selector).
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+DEFAULT_NODES = 3
+NODE_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
+
+# GC and namespace deletion are what the operator's tests rely on; the serviceaccount and root CA
+# publisher controllers make pods admissible like on a real cluster (ServiceAccount admission is on).
+KCM_CONTROLLERS = (
+    "garbage-collector-controller",
+    "namespace-controller",
+    "serviceaccount-controller",
+    "root-ca-certificate-publisher-controller",
+    "clusterrole-aggregation-controller",
+)
+
+START_TIMEOUT_S = 120.0
+
+
+class BuildMissingError(RuntimeError):
+    """The control-plane binaries are not in the cache; the message says how to build them."""
+
+
+# --------------------------------------------------------------------------------------------
+# Locating the binaries
+
+
+def _repo_testenv_dir() -> Path | None:
+    """hack/testenv of the checkout this module runs from (editable install), or of $PWD's repo."""
+    override = os.environ.get("TRAINOP_TESTENV_DIR")
+    if override:
+        return Path(override)
+    candidates = [Path(__file__).resolve().parents[3], *Path.cwd().resolve().parents, Path.cwd().resolve()]
+    for root in candidates:
+        if (root / "hack" / "testenv" / "versions.env").is_file():
+            return root / "hack" / "testenv"
+    return None
+
+
+def _read_versions(testenv_dir: Path) -> dict[str, str]:
+    versions: dict[str, str] = {}
+    for line in (testenv_dir / "versions.env").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.partition("=")
+            versions[key.strip()] = value.strip()
+    return versions
+
+
+def find_bin_dir() -> Path:
+    """The cache directory build.sh fills, keyed by the pinned versions (same rule as build.sh).
+
+    ``TRAINOP_TESTENV_BIN_DIR`` overrides it (e.g. binaries restored by CI from elsewhere).
+    """
+    override = os.environ.get("TRAINOP_TESTENV_BIN_DIR")
+    if override:
+        return Path(override)
+    testenv_dir = _repo_testenv_dir()
+    if testenv_dir is None:
+        raise BuildMissingError(
+            "cannot find hack/testenv/versions.env (run from the trainop checkout, or set "
+            "TRAINOP_TESTENV_DIR to its hack/testenv, or TRAINOP_TESTENV_BIN_DIR to the binaries)"
+        )
+    v = _read_versions(testenv_dir)
+    key = f"k8s-{v['KUBERNETES_VERSION']}_etcd-{v['ETCD_VERSION']}_kwok-{v['KWOK_VERSION']}"
+    cache = os.environ.get("TRAINOP_TESTENV_CACHE")
+    if cache:
+        root = Path(cache)
+    else:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainop" / "testenv"
+    return root / key / "bin"
+
+
+def _check_binaries(bin_dir: Path) -> None:
+    missing = [b for b in BINARIES if not os.access(bin_dir / b, os.X_OK)]
+    if missing:
+        raise BuildMissingError(
+            f"test control plane binaries missing in {bin_dir}: {', '.join(missing)}. "
+            f"Build them with `{BUILD_COMMAND}` at the repository root "
+            "(about 5-10 min cold on 2 cores; `hack/testenv/build.sh --background` detaches)."
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Certificates and kubeconfig
+
+
+@dataclass(frozen=True)
+class _Pki:
+    ca_crt: Path
+    serving_crt: Path
+    serving_key: Path
+    admin_crt: Path
+    admin_key: Path
+    sa_key: Path
+    sa_pub: Path
+
+
+def _write_pki(pki_dir: Path) -> _Pki:
+    """One CA signs the apiserver's serving cert and the admin client cert (CN=user, O=group)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    pki_dir.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # tolerate a little clock skew
+    until = now + dt.timedelta(days=3650)
+
+    def key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+        return key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+
+    def name(cn: str, org: str | None = None) -> x509.Name:
+        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+        if org:
+            attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+        return x509.Name(attrs)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = name("trainop-testenv-ca")
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    def leaf(
+        subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName] | None = None
+    ) -> tuple[bytes, bytes]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(until)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+            )
+        )
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        cert = builder.sign(ca_key, hashes.SHA256())
+        return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
+
+    serving = leaf(
+        name("kube-apiserver"),
+        ExtendedKeyUsageOID.SERVER_AUTH,
+        [
+            x509.DNSName("localhost"),
+            x509.DNSName("kubernetes"),
+            x509.DNSName("kubernetes.default.svc"),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        ],
+    )
+    admin = leaf(name("trainop-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH)
+    # Service-account tokens: RS256 is what every client and the apiserver default expect.
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    pki = _Pki(
+        ca_crt=pki_dir / "ca.crt",
+        serving_crt=pki_dir / "serving.crt",
+        serving_key=pki_dir / "serving.key",
+        admin_crt=pki_dir / "admin.crt",
+        admin_key=pki_dir / "admin.key",
+        sa_key=pki_dir / "sa.key",
+        sa_pub=pki_dir / "sa.pub",
+    )
+    pki.ca_crt.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    pki.serving_crt.write_bytes(serving[0])
+    pki.serving_key.write_bytes(serving[1])
+    pki.admin_crt.write_bytes(admin[0])
+    pki.admin_key.write_bytes(admin[1])
+    pki.sa_key.write_bytes(key_pem(sa_key))
+    pki.sa_pub.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    for p in (pki.serving_key, pki.admin_key, pki.sa_key):
+        p.chmod(0o600)
+    return pki
+
+
+def _kubeconfig(server: str, ca: Path, user: dict[str, str], namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "trainop-testenv", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": "admin", "user": user}],
+        "contexts": [
+            {
+                "name": "trainop-testenv",
+                "context": {"cluster": "trainop-testenv", "user": "admin", "namespace": namespace},
+            }
+        ],
+        "current-context": "trainop-testenv",
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Processes
+
+
+def _free_ports(n: int) -> list[int]:
+    """n distinct free loopback ports; all sockets are held open together so they differ."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup() -> None:
+    """Runs in the child before exec: die with the parent even if it is SIGKILLed (Linux only).
+
+    The child is also a process-group leader (start_new_session), so teardown can signal the
+    whole group; PDEATHSIG covers the case where no teardown code runs at all.
+    """
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _child_env() -> dict[str, str]:
+    # Every component talks to 127.0.0.1 only; a proxy from the environment must not intercept
+    # that (the apiserver's webhook and etcd clients honour HTTPS_PROXY).
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    return env
+
+
+@dataclass
+class _Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+
+def _http_status(port: int, path: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    except OSError:
+        return 0
+    finally:
+        conn.close()
+
+
+def _log_tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def _wait(
+    what: str, check: Callable[[], T | None], timeout: float, on_tick: Callable[[], None] | None = None
+) -> T:
+    """Poll check() until it returns a non-None value; raise TimeoutError naming `what`."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    last_err: BaseException | None = None
+    while True:
+        if on_tick:
+            on_tick()
+        try:
+            got = check()
+            if got is not None:
+                return got
+        except _ComponentExited:
+            raise
+        except Exception as e:  # the thing polled is not up yet: keep the reason for the error
+            last_err = e
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_err!r})")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.5)
+
+
+# --------------------------------------------------------------------------------------------
+# The control plane
+
+
+@dataclass
+class ControlPlane:
+    """Starts and stops the processes; K8sEnv is the test-facing view of a started one.
+
+    ``run_dir`` holds pki/, kubeconfigs and logs/; etcd's data lives on /dev/shm (tmpfs) when
+    available. ``stop()`` is idempotent and also registered with atexit.
+    """
+
+    bin_dir: Path
+    run_dir: Path
+    nodes: int = DEFAULT_NODES
+    stages: Sequence[Path] = ()
+    keep_run_dir: bool = False
+    procs: list[_Proc] = field(default_factory=list)
+    etcd_dir: Path | None = None
+    server: str = ""
+    ports: dict[str, int] = field(default_factory=dict)
+    token: str = ""
+    started_s: float = 0.0
+    _stopped: bool = False
+
+    # paths, fixed by run_dir
+    @property
+    def kubeconfig(self) -> Path:
+        return self.run_dir / "kubeconfig"
+
+    @property
+    def token_kubeconfig(self) -> Path:
+        return self.run_dir / "kubeconfig-token"
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.run_dir / "pki"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.run_dir / "logs"
+
+    def start(self) -> None:
+        t0 = time.monotonic()
+        _check_binaries(self.bin_dir)
+        if not self.stages:
+            self.stages = _default_stage_files()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(exist_ok=True)
+        atexit.register(self.stop)
+        pki = _write_pki(self.pki_dir)
+        self.token = secrets.token_hex(16)
+        (self.run_dir / "tokens.csv").write_text(f'{self.token},trainop-admin,trainop-admin,"system:masters"\n')
+        shm = Path("/dev/shm")
+        parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else self.run_dir
+        self.etcd_dir = Path(tempfile.mkdtemp(prefix="trainop-etcd-", dir=parent))
+
+        # Ports can be taken between picking and binding; a component that exits at startup
+        # (e.g. "address already in use") makes us retry with fresh ports.
+        for attempt in range(3):
+            try:
+                self._start_once(pki)
+                break
+            except _ComponentExited:
+                if attempt == 2:
+                    raise
+                self._stop_processes()
+                shutil.rmtree(self.etcd_dir, ignore_errors=True)
+                self.etcd_dir.mkdir()
+        self.started_s = time.monotonic() - t0
+
+    def _start_once(self, pki: _Pki) -> None:
+        etcd_port, etcd_peer, api_port, kcm_port, sched_port = _free_ports(5)
+        self.ports = {"etcd": etcd_port, "apiserver": api_port, "kcm": kcm_port, "scheduler": sched_port}
+        self.server = f"https://127.0.0.1:{api_port}"
+        user = {"client-certificate": str(pki.admin_crt), "client-key": str(pki.admin_key)}
+        self.kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.server, pki.ca_crt, user)))
+        self.token_kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.server, pki.ca_crt, {"token": self.token})))
+        assert self.etcd_dir is not None
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        peer_url = f"http://127.0.0.1:{etcd_peer}"
+        self._spawn(
+            "etcd",
+            [
+                "--name=trainop",
+                f"--data-dir={self.etcd_dir}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=trainop={peer_url}",
+                "--unsafe-no-fsync=true",  # tmpfs anyway; this also skips the WAL fsyncs' syscalls
+                "--log-level=warn",
+            ],
+        )
+
+        def etcd_ready() -> bool | None:
+            self._check_alive()
+            return True if _http_status(etcd_port, "/readyz") == 200 else None
+
+        # etcd is up in well under a second; waiting spares the apiserver log a page of retries.
+        _wait("etcd /readyz", etcd_ready, START_TIMEOUT_S)
+        self._spawn(
+            "kube-apiserver",
+            [
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--tls-cert-file={pki.serving_crt}",
+                f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_crt}",
+                f"--token-auth-file={self.run_dir / 'tokens.csv'}",
+                f"--service-account-issuer={self.server}",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--authorization-mode=RBAC",
+                "--allow-privileged=true",
+                # A loopback advertise address makes the `kubernetes` Endpoints reconciler fail
+                # in a loop ("may not be in the loopback range").
+                "--endpoint-reconciler-type=none",
+                # This plugin taints every new Node not-ready:NoSchedule; the node-lifecycle
+                # controller that would lift the taint is not run (it would also evict pods from
+                # nodes whose kwok heartbeat lags on a busy 2-core box). Tests taint nodes
+                # themselves when they want to.
+                "--disable-admission-plugins=TaintNodesByCondition",
+                # Fairness queues cost CPU on 2 cores and only matter under overload.
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+            ],
+        )
+
+        def readyz() -> bool | None:
+            self._check_alive()
+            return True if self._get(api_port, "/readyz", pki) == 200 else None
+
+        _wait("kube-apiserver /readyz", readyz, START_TIMEOUT_S)
+
+        kcm_args = [
+            # No --authentication/authorization-kubeconfig: with them KCM and the scheduler look
+            # for a requestheader CA the apiserver does not have and log errors in a loop; their
+            # /healthz is always allowed anyway, and nothing else calls them.
+            f"--kubeconfig={self.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={kcm_port}",
+            f"--controllers={','.join(_kcm_controllers())}",
+            "--use-service-account-credentials=false",
+            f"--root-ca-file={pki.ca_crt}",
+            f"--cert-dir={self.run_dir / 'kcm-certs'}",
+        ]
+        self._spawn("kube-controller-manager", kcm_args)
+        self._spawn(
+            "kube-scheduler",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={sched_port}",
+                f"--cert-dir={self.run_dir / 'scheduler-certs'}",
+            ],
+        )
+        kwok_workdir = self.run_dir / "kwok"
+        kwok_workdir.mkdir(exist_ok=True)
+        self._spawn(
+            "kwok",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={','.join(str(s) for s in self.stages)}",
+                f"--manage-nodes-with-annotation-selector={'='.join(KWOK_NODE_ANNOTATION)}",
+                # Pod IPs: keep clear of the service range above.
+                "--cidr=10.244.0.1/16",
+                "--node-ip=10.240.0.1",
+            ],
+            # kwok also loads $KWOK_WORKDIR/kwok.yaml if it exists; isolate it from ~/.kwok.
+            extra_env={"KWOK_WORKDIR": str(kwok_workdir)},
+        )
+        self._create_nodes()
+
+        def all_ready() -> bool | None:
+            self._check_alive()
+            ok = all(self._get(p, "/healthz", None) == 200 for p in (kcm_port, sched_port))
+            return True if ok and self._nodes_ready() and self._default_sa() else None
+
+        _wait("controller-manager, scheduler and Ready kwok nodes", all_ready, START_TIMEOUT_S)
+
+    def _spawn(self, name: str, args: list[str], extra_env: dict[str, str] | None = None) -> None:
+        log = self.log_dir / f"{name}.log"
+        env = _child_env()
+        env.update(extra_env or {})
+        with log.open("ab") as f:
+            popen = subprocess.Popen(
+                [str(self.bin_dir / name), *args],
+                stdin=subprocess.DEVNULL,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                cwd=self.run_dir,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_child_setup,
+            )
+        self.procs.append(_Proc(name, popen, log))
+
+    def _check_alive(self) -> None:
+        for p in self.procs:
+            rc = p.popen.poll()
+            if rc is not None:
+                raise _ComponentExited(f"{p.name} exited with code {rc}; last lines of {p.log}:\n{_log_tail(p.log)}")
+
+    def _get(self, port: int, path: str, pki: _Pki | None) -> int:
+        """HTTPS GET on loopback; with pki, verified and as admin, else unverified and anonymous."""
+        if pki is not None:
+            ctx = ssl.create_default_context(cafile=str(pki.ca_crt))
+            ctx.load_cert_chain(str(pki.admin_crt), str(pki.admin_key))
+        else:
+            # KCM and scheduler serve a self-signed cert and allow /healthz anonymously.
+            ctx = ssl._create_unverified_context()
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=5)
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status
+        except OSError:
+            return 0
+        finally:
+            conn.close()
+
+    def _client(self) -> lightkube.Client:
+        import lightkube
+        from lightkube.config.kubeconfig import KubeConfig
+
+        return lightkube.Client(KubeConfig.from_file(self.kubeconfig), trust_env=False)
+
+    def _create_nodes(self) -> None:
+        from lightkube.models.core_v1 import NodeSpec, NodeStatus
+        from lightkube.models.meta_v1 import ObjectMeta
+        from lightkube.resources.core_v1 import Node
+
+        client = self._client()
+        for i in range(self.nodes):
+            name = f"kwok-node-{i}"
+            node = Node(
+                metadata=ObjectMeta(
+                    name=name,
+                    annotations={KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+                    labels={
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                        "type": "kwok",
+                        "trainop.dev/testenv": "true",
+                    },
+                ),
+                spec=NodeSpec(),
+                status=NodeStatus(capacity=dict(NODE_CAPACITY), allocatable=dict(NODE_CAPACITY)),
+            )
+            client.create(node)
+        client.close()
+
+    def _nodes_ready(self) -> bool:
+        from lightkube.resources.core_v1 import Node
+
+        client = self._client()
+        try:
+            nodes = list(client.list(Node))
+        finally:
+            client.close()
+        ready = 0
+        for n in nodes:
+            conds = (n.status.conditions if n.status else None) or []
+            ready += any(c.type == "Ready" and c.status == "True" for c in conds)
+        return len(nodes) >= self.nodes and ready == len(nodes)
+
+    def _default_sa(self) -> bool:
+        """The serviceaccount controller created `default` in `default`: KCM is working."""
+        from lightkube import ApiError
+        from lightkube.resources.core_v1 import ServiceAccount
+
+        client = self._client()
+        try:
+            client.get(ServiceAccount, "default", namespace="default")
+            return True
+        except ApiError:
+            return False
+        finally:
+            client.close()
+
+    def _stop_processes(self, grace_s: float = 10.0) -> None:
+        # SIGTERM every process group at once (each component leads its own group), then
+        # SIGKILL what is left after the grace period: nothing may outlive the session.
+        for p in reversed(self.procs):
+            if p.popen.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.popen.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for p in self.procs:
+            try:
+                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for p in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.popen.pid, signal.SIGKILL)  # stray children in the group, too
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.popen.wait(timeout=5)
+        self.procs.clear()
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stop_processes()
+        if self.etcd_dir is not None:
+            shutil.rmtree(self.etcd_dir, ignore_errors=True)
+        if not self.keep_run_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)
+
+    def logs(self, lines: int = 40) -> str:
+        """The last lines of every component's log, for failure messages."""
+        out = []
+        for log in sorted(self.log_dir.glob("*.log")):
+            out.append(f"==> {log.name} <==\n{_log_tail(log, lines)}")
+        return "\n".join(out)
+
+
+class _ComponentExited(RuntimeError):
+    pass
+
+
+def _kcm_controllers() -> list[str]:
+    extra = [c for c in os.environ.get("TRAINOP_TESTENV_KCM_CONTROLLERS", "").split(",") if c]
+    return [*KCM_CONTROLLERS, *extra]
+
+
+def _default_stage_files() -> list[Path]:
+    testenv_dir = _repo_testenv_dir()
+    if testenv_dir is None:
+        raise BuildMissingError("cannot find hack/testenv (kwok stages); set TRAINOP_TESTENV_DIR")
+    return [testenv_dir / "kwok-node-stages.yaml", testenv_dir / "kwok-stages.yaml"]
+
+
+# --------------------------------------------------------------------------------------------
+# The test-facing API
+
+
+@dataclass(frozen=True)
+class K8sEnv:
+    """A running control plane, as tests see it.
+
+    Attributes: ``kubeconfig`` (admin, client cert in system:masters), ``token_kubeconfig`` (same
+    admin via a static bearer token), ``server`` (https URL), ``ca_file``, ``bin_dir``, ``run_dir``
+    and ``nodes`` (names of the kwok nodes). Methods build clients and run kubectl.
+    """
+
+    kubeconfig: Path
+    token_kubeconfig: Path
+    server: str
+    ca_file: Path
+    bin_dir: Path
+    run_dir: Path
+    nodes: tuple[str, ...]
+    token: str
+
+    @classmethod
+    def from_plane(cls, plane: ControlPlane) -> K8sEnv:
+        return cls(
+            kubeconfig=plane.kubeconfig,
+            token_kubeconfig=plane.token_kubeconfig,
+            server=plane.server,
+            ca_file=plane.pki_dir / "ca.crt",
+            bin_dir=plane.bin_dir,
+            run_dir=plane.run_dir,
+            nodes=tuple(f"kwok-node-{i}" for i in range(plane.nodes)),
+            token=plane.token,
+        )
+
+    @classmethod
+    def from_state(cls, state_file: Path) -> K8sEnv:
+        """Attach to a control plane started by ``hack/testenv/up`` (its state.json)."""
+        s = json.loads(state_file.read_text())
+        return cls(
+            kubeconfig=Path(s["kubeconfig"]),
+            token_kubeconfig=Path(s["token_kubeconfig"]),
+            server=s["server"],
+            ca_file=Path(s["ca_file"]),
+            bin_dir=Path(s["bin_dir"]),
+            run_dir=Path(s["run_dir"]),
+            nodes=tuple(s["nodes"]),
+            token=s["token"],
+        )
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "kubeconfig": str(self.kubeconfig),
+            "token_kubeconfig": str(self.token_kubeconfig),
+            "server": self.server,
+            "ca_file": str(self.ca_file),
+            "bin_dir": str(self.bin_dir),
+            "run_dir": str(self.run_dir),
+            "nodes": list(self.nodes),
+            "token": self.token,
+        }
+
+    # -- clients -------------------------------------------------------------------------------
+
+    def client(self, namespace: str | None = None, field_manager: str | None = "trainop-tests") -> lightkube.Client:
+        """A sync lightkube Client as cluster admin; close it (or use it in a `with`) when done."""
+        import lightkube
+        from lightkube.config.kubeconfig import KubeConfig
+
+        return lightkube.Client(
+            KubeConfig.from_file(self.kubeconfig), namespace=namespace, field_manager=field_manager, trust_env=False
+        )
+
+    def async_client(
+        self, namespace: str | None = None, field_manager: str | None = "trainop-tests"
+    ) -> lightkube.AsyncClient:
+        """An async lightkube AsyncClient as cluster admin (``await client.close()`` when done)."""
+        import lightkube
+        from lightkube.config.kubeconfig import KubeConfig
+
+        return lightkube.AsyncClient(
+            KubeConfig.from_file(self.kubeconfig), namespace=namespace, field_manager=field_manager, trust_env=False
+        )
+
+    def client_as_token(self, token: str, namespace: str | None = None) -> lightkube.Client:
+        """A sync Client authenticating with a bearer token (e.g. from ``kubectl create token``)."""
+        import lightkube
+        from lightkube.config.kubeconfig import KubeConfig
+
+        conf = _kubeconfig(self.server, self.ca_file, {"token": token}, namespace or "default")
+        return lightkube.Client(KubeConfig.from_dict(conf), namespace=namespace, trust_env=False)
+
+    def kubeconfig_env(self) -> dict[str, str]:
+        """os.environ plus KUBECONFIG, for subprocesses (e.g. the operator under test)."""
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+
+    # -- kubectl -------------------------------------------------------------------------------
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60.0,
+        namespace: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the cached kubectl against this cluster; raise CalledProcessError (with stderr) if check."""
+        cmd = [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig}"]
+        if namespace:
+            cmd.append(f"--namespace={namespace}")
+        cmd.extend(args)
+        res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, env=_child_env())
+        if check and res.returncode != 0:
+            raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
+        return res
+
+    def kubectl_json(self, *args: str, namespace: str | None = None) -> Any:
+        """``kubectl <args> -o json``, parsed."""
+        return json.loads(self.kubectl(*args, "-o", "json", namespace=namespace).stdout)
+
+    def apply_yaml(self, text_or_path: str | Path, namespace: str | None = None) -> str:
+        """Server-side apply one or many YAML documents (a string, or a file/dir path); returns kubectl's output.
+
+        A ``str`` that names an existing file is treated as a path; anything else as YAML text.
+        """
+        path: Path | None = None
+        if isinstance(text_or_path, Path):
+            path = text_or_path
+        elif "\n" not in text_or_path and len(text_or_path) < 4096 and Path(text_or_path).exists():
+            path = Path(text_or_path)
+        args = ["apply", "--server-side", "--force-conflicts", "--field-manager=trainop-tests"]
+        if path is not None:
+            return self.kubectl(*args, "-f", str(path), namespace=namespace).stdout
+        return self.kubectl(*args, "-f", "-", input=text_or_path, namespace=namespace).stdout
+
+    # -- namespaces and waiting ----------------------------------------------------------------
+
+    def create_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30.0) -> str:
+        """Create a namespace and wait for its `default` ServiceAccount (pods are admitted only then)."""
+        from lightkube import ApiError
+        from lightkube.models.meta_v1 import ObjectMeta
+        from lightkube.resources.core_v1 import Namespace, ServiceAccount
+
+        with contextlib.closing(self.client()) as c:
+            c.create(Namespace(metadata=ObjectMeta(name=name, labels=labels or {})))
+
+            def sa() -> bool | None:
+                try:
+                    c.get(ServiceAccount, "default", namespace=name)
+                    return True
+                except ApiError:
+                    return None
+
+            wait_for(sa, timeout=timeout, what=f"ServiceAccount {name}/default")
+        return name
+
+    def delete_namespace(self, name: str, wait: bool = False, timeout: float = 60.0) -> None:
+        from lightkube import ApiError
+        from lightkube.resources.core_v1 import Namespace
+
+        with contextlib.closing(self.client()) as c:
+            try:
+                c.delete(Namespace, name)
+            except ApiError as e:
+                if e.status.code != 404:
+                    raise
+                return
+            if wait:
+
+                def gone() -> bool | None:
+                    try:
+                        c.get(Namespace, name)
+                        return None
+                    except ApiError as e:
+                        return True if e.status.code == 404 else None
+
+                wait_for(gone, timeout=timeout, what=f"namespace {name} deleted")
+
+
+def wait_for(check: Callable[[], T | None], timeout: float = 60.0, what: str = "condition", interval: float = 0.2) -> T:
+    """Poll ``check`` until it returns something other than None (exceptions count as not yet).
+
+    Tests should wait with generous timeouts instead of sleeping or asserting wall-clock times.
+    """
+    deadline = time.monotonic() + timeout
+    last_err: BaseException | None = None
+    while True:
+        try:
+            got = check()
+            if got is not None and got is not False:
+                return got
+        except Exception as e:
+            last_err = e
+        if time.monotonic() > deadline:
+            suffix = f" (last error: {last_err!r})" if last_err else ""
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{suffix}")
+        time.sleep(interval)
+
+
+# --------------------------------------------------------------------------------------------
+# Pytest plugin
+
+
+def start_env(nodes: int = DEFAULT_NODES, keep_run_dir: bool = False, run_dir: Path | None = None) -> ControlPlane:
+    """Start a control plane from the cached binaries; raises BuildMissingError if they are missing."""
+    bin_dir = find_bin_dir()
+    _check_binaries(bin_dir)
+    rd = run_dir or Path(tempfile.mkdtemp(prefix="trainop-testenv-"))
+    plane = ControlPlane(bin_dir=bin_dir, run_dir=rd, nodes=nodes, keep_run_dir=keep_run_dir)
+    try:
+        plane.start()
+    except BaseException as e:
+        logs = plane.logs()
+        plane.keep_run_dir = True  # keep the logs that explain the failure
+        plane.stop()
+        if isinstance(e, BuildMissingError | KeyboardInterrupt):
+            raise
+        raise RuntimeError(f"test control plane failed to start: {e}\n{logs}\n(run dir kept: {rd})") from e
+    return plane
+
+
+@pytest.fixture(scope="session")
+def k8s_env() -> Iterator[K8sEnv]:
+    """A real control plane for the whole session (etcd, apiserver, KCM, scheduler, kwok + nodes).
+
+    Set TRAINOP_TESTENV_STATE to a running ``hack/testenv/up``'s state.json to reuse that one
+    instead (it is then left running). Missing binaries FAIL the test with the build command.
+    """
+    state = os.environ.get("TRAINOP_TESTENV_STATE")
+    if state:
+        yield K8sEnv.from_state(Path(state))
+        return
+    try:
+        plane = start_env(keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")))
+    except BuildMissingError as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
+        sys.stderr.write(f"\n[testenv] control plane up in {plane.started_s:.1f}s at {plane.server}\n")
+        yield K8sEnv.from_plane(plane)
+    finally:
+        plane.stop()
+
+
+def _namespace_name(nodeid: str) -> str:
+    base = re.sub(r"[^a-z0-9-]+", "-", nodeid.split("::")[-1].lower()).strip("-")
+    return f"t-{base[:48].rstrip('-')}-{secrets.token_hex(3)}"
+
+
+@pytest.fixture
+def k8s_namespace(k8s_env: K8sEnv, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test (deleted afterwards, without waiting for it to go)."""
+    name = k8s_env.create_namespace(_namespace_name(request.node.nodeid), labels={"trainop.dev/test": "true"})
+    try:
+        yield name
+    finally:
+        k8s_env.delete_namespace(name)
+
+
+# --------------------------------------------------------------------------------------------
+# CLI: hack/testenv/up and down
+
+
+def _default_state_dir() -> Path:
+    return Path(os.environ.get("TRAINOP_TESTENV_UP_DIR") or Path(tempfile.gettempdir()) / f"trainop-testenv-{os.getuid()}")
+
+
+def _serve(state_dir: Path, nodes: int) -> int:
+    """Run a control plane until SIGTERM/SIGINT (the detached child of `up`)."""
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    plane = start_env(nodes=nodes, run_dir=state_dir / "run")
+    env = K8sEnv.from_plane(plane)
+    state = {**env.to_state(), "pid": os.getpid(), "started_s": round(plane.started_s, 1)}
+    (state_dir / "state.json").write_text(json.dumps(state, indent=2))
+    try:
+        while not stop:
+            time.sleep(0.5)
+            for p in plane.procs:
+                if p.popen.poll() is not None:
+                    sys.stderr.write(f"{p.name} exited ({p.popen.returncode}); stopping\n{_log_tail(p.log)}\n")
+                    stop = True
+    finally:
+        plane.stop()
+        with contextlib.suppress(OSError):
+            (state_dir / "state.json").unlink()
+    return 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _up(state_dir: Path, nodes: int) -> int:
+    state_file = state_dir / "state.json"
+    if state_file.exists() and _pid_alive(json.loads(state_file.read_text())["pid"]):
+        print(f"# already running (stop it with hack/testenv/down)\nexport KUBECONFIG={state_dir / 'run' / 'kubeconfig'}")
+        return 0
+    shutil.rmtree(state_dir, ignore_errors=True)
+    state_dir.mkdir(parents=True)
+    try:
+        _check_binaries(find_bin_dir())
+    except BuildMissingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    log = state_dir / "serve.log"
+    t0 = time.monotonic()
+    with log.open("ab") as f:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "trainop.testing.testenv", "serve", f"--dir={state_dir}", f"--nodes={nodes}"],
+            stdin=subprocess.DEVNULL,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # survives this shell; `down` stops it
+        )
+    while not state_file.exists():
+        if child.poll() is not None:
+            print(f"error: control plane failed to start; see {log}\n{_log_tail(log, 60)}", file=sys.stderr)
+            return 1
+        if time.monotonic() - t0 > START_TIMEOUT_S + 30:
+            child.terminate()
+            print(f"error: control plane not ready after {START_TIMEOUT_S + 30:.0f}s; see {log}", file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    state = json.loads(state_file.read_text())
+    print(f"# control plane up in {time.monotonic() - t0:.1f}s (pid {state['pid']}, logs in {state['run_dir']}/logs)")
+    print(f"# tests can reuse it: export TRAINOP_TESTENV_STATE={state_file}")
+    print(f"export KUBECONFIG={state['kubeconfig']}")
+    return 0
+
+
+def _down(state_dir: Path) -> int:
+    state_file = state_dir / "state.json"
+    if not state_file.exists():
+        print("# not running")
+        shutil.rmtree(state_dir, ignore_errors=True)
+        return 0
+    pid = json.loads(state_file.read_text())["pid"]
+    if _pid_alive(pid):
+        os.kill(pid, signal.SIGTERM)
+        _wait("the control plane to stop", lambda: True if not _pid_alive(pid) else None, 30)
+    shutil.rmtree(state_dir, ignore_errors=True)
+    print("# stopped")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainop.testing.testenv", description=__doc__)
+    parser.add_argument("command", choices=["up", "down", "serve", "bin-dir"])
+    parser.add_argument("--dir", type=Path, default=None, help="state directory (default: $TMPDIR/trainop-testenv-$UID)")
+    parser.add_argument("--nodes", type=int, default=DEFAULT_NODES)
+    args = parser.parse_args(argv)
+    state_dir: Path = args.dir or _default_state_dir()
+    if args.command == "up":
+        return _up(state_dir, args.nodes)
+    if args.command == "down":
+        return _down(state_dir)
+    if args.command == "serve":
+        return _serve(state_dir, args.nodes)
+    print(find_bin_dir())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
