@@ -1,0 +1,162 @@
+"""kubeflow-training's constants module (contract §7.2), so ``constants.X`` in notebook code keeps working.
+
+Names and values are upstream's; label and condition names come from ``trainop.api.constants`` so the
+SDK and the operator cannot drift. Deliberate difference (§9.12): ``JAXJOB_REPLICA_TYPES`` is a tuple.
+Pure data.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Final
+
+from trainop.api import constants as api
+from trainop.api.kinds import KIND_INFO
+
+DEFAULT_TIMEOUT: Final = 120
+DEFAULT_PIP_INDEX_URL: Final = "https://pypi.org/simple"
+DEFAULT_NAMESPACE: Final = "default"
+ISTIO_SIDECAR_INJECTION: Final = api.ANNOTATION_ISTIO_INJECT
+
+GROUP: Final = api.GROUP
+VERSION: Final = api.VERSION
+API_VERSION: Final = api.API_VERSION
+
+POD_KIND: Final = "Pod"
+POD_PHASE_PENDING: Final = "Pending"
+
+JOB_CONDITION_CREATED: Final = api.COND_CREATED
+JOB_CONDITION_RUNNING: Final = api.COND_RUNNING
+JOB_CONDITION_RESTARTING: Final = api.COND_RESTARTING
+JOB_CONDITION_SUCCEEDED: Final = api.COND_SUCCEEDED
+JOB_CONDITION_FAILED: Final = api.COND_FAILED
+# Upstream's set has no Suspended: wait_for_job_conditions accepts exactly these five (§7.3).
+JOB_CONDITIONS: Final = {
+    JOB_CONDITION_CREATED,
+    JOB_CONDITION_RUNNING,
+    JOB_CONDITION_RESTARTING,
+    JOB_CONDITION_SUCCEEDED,
+    JOB_CONDITION_FAILED,
+}
+CONDITION_STATUS_TRUE: Final = "True"
+
+JOB_NAME_LABEL: Final = api.LABEL_JOB_NAME
+JOB_ROLE_LABEL: Final = api.LABEL_JOB_ROLE
+JOB_ROLE_MASTER: Final = api.JOB_ROLE_MASTER
+REPLICA_TYPE_LABEL: Final = api.LABEL_REPLICA_TYPE
+REPLICA_INDEX_LABEL: Final = api.LABEL_REPLICA_INDEX
+LOCAL_QUEUE_LABEL: Final = api.LABEL_KUEUE_QUEUE
+
+REPLICA_TYPE_CHIEF: Final = "Chief"
+REPLICA_TYPE_PS: Final = "PS"
+REPLICA_TYPE_MASTER: Final = "Master"
+REPLICA_TYPE_WORKER: Final = "Worker"
+REPLICA_TYPE_SCHEDULER: Final = "Scheduler"
+REPLICA_TYPE_SERVER: Final = "Server"
+REPLICA_TYPE_LAUNCHER: Final = "Launcher"
+
+# Train API (LLM fine-tuning) names, kept for code that reads them; ``train()`` itself is not offered.
+STORAGE_INITIALIZER: Final = "storage-initializer"
+PVC_DEFAULT_SIZE: Final = "10Gi"
+PVC_DEFAULT_ACCESS_MODES: Final = ["ReadWriteOnce", "ReadOnlyMany"]
+STORAGE_INITIALIZER_IMAGE: Final = os.getenv(
+    "STORAGE_INITIALIZER_IMAGE", "ghcr.io/kubeflow/training-v1/storage-initializer"
+)
+STORAGE_INITIALIZER_VOLUME_MOUNT: Final = {"name": STORAGE_INITIALIZER, "mountPath": "/workspace"}
+TRAINER_TRANSFORMER_IMAGE: Final = os.getenv(
+    "TRAINER_TRANSFORMER_IMAGE", "ghcr.io/kubeflow/training-v1/trainer-huggingface"
+)
+
+# --- per kind ---
+TFJOB_KIND: Final = "TFJob"
+TFJOB_MODEL: Final = "KubeflowOrgV1TFJob"
+TFJOB_PLURAL: Final = KIND_INFO[TFJOB_KIND].plural
+TFJOB_CONTAINER: Final = KIND_INFO[TFJOB_KIND].default_container
+TFJOB_REPLICA_TYPES: Final = ("ps", "chief", "worker")
+TFJOB_BASE_IMAGE: Final = "docker.io/tensorflow/tensorflow:2.9.1"
+TFJOB_BASE_IMAGE_GPU: Final = "docker.io/tensorflow/tensorflow:2.9.1-gpu"
+
+PYTORCHJOB_KIND: Final = "PyTorchJob"
+PYTORCHJOB_MODEL: Final = "KubeflowOrgV1PyTorchJob"
+PYTORCHJOB_PLURAL: Final = KIND_INFO[PYTORCHJOB_KIND].plural
+PYTORCHJOB_CONTAINER: Final = KIND_INFO[PYTORCHJOB_KIND].default_container
+PYTORCHJOB_REPLICA_TYPES: Final = ("master", "worker")
+PYTORCHJOB_BASE_IMAGE: Final = "docker.io/pytorch/pytorch:2.1.2-cuda11.8-cudnn8-runtime"
+
+XGBOOSTJOB_KIND: Final = "XGBoostJob"
+XGBOOSTJOB_MODEL: Final = "KubeflowOrgV1XGBoostJob"
+XGBOOSTJOB_PLURAL: Final = KIND_INFO[XGBOOSTJOB_KIND].plural
+XGBOOSTJOB_CONTAINER: Final = KIND_INFO[XGBOOSTJOB_KIND].default_container
+XGBOOSTJOB_REPLICA_TYPES: Final = ("master", "worker")
+
+MPIJOB_KIND: Final = "MPIJob"
+MPIJOB_MODEL: Final = "KubeflowOrgV1MPIJob"
+MPIJOB_PLURAL: Final = KIND_INFO[MPIJOB_KIND].plural
+MPIJOB_CONTAINER: Final = KIND_INFO[MPIJOB_KIND].default_container
+MPIJOB_REPLICA_TYPES: Final = ("launcher", "worker")
+
+PADDLEJOB_KIND: Final = "PaddleJob"
+PADDLEJOB_MODEL: Final = "KubeflowOrgV1PaddleJob"
+PADDLEJOB_PLURAL: Final = KIND_INFO[PADDLEJOB_KIND].plural
+PADDLEJOB_CONTAINER: Final = KIND_INFO[PADDLEJOB_KIND].default_container
+PADDLEJOB_REPLICA_TYPES: Final = ("master", "worker")
+PADDLEJOB_BASE_IMAGE: Final = "docker.io/paddlepaddle/paddle:2.4.0rc0-gpu-cuda11.2-cudnn8.1-trt8.0"
+
+JAXJOB_KIND: Final = "JAXJob"
+JAXJOB_MODEL: Final = "KubeflowOrgV1JAXJob"
+JAXJOB_PLURAL: Final = KIND_INFO[JAXJOB_KIND].plural
+JAXJOB_CONTAINER: Final = KIND_INFO[JAXJOB_KIND].default_container
+# §9.12: upstream's value is the plain string "worker", which turns membership into a substring test.
+JAXJOB_REPLICA_TYPES: Final = ("worker",)
+JAXJOB_BASE_IMAGE: Final = "docker.io/kubeflow/jaxjob-dist-spmd-mnist:latest"
+
+ENTRYPOINT_TORCH: Final = "torchrun"
+ENTRYPOINT_PYTHON: Final = "python -u"
+DEFAULT_COMMAND: Final = ["bash", "-c"]
+
+# Upstream's placeholder base images (§9.12) are kept verbatim: code that prints them sees what it saw before.
+JOB_PARAMETERS: Final[dict[str, dict[str, str]]] = {
+    TFJOB_KIND: {
+        "model": TFJOB_MODEL,
+        "plural": TFJOB_PLURAL,
+        "container": TFJOB_CONTAINER,
+        "base_image": TFJOB_BASE_IMAGE,
+    },
+    PYTORCHJOB_KIND: {
+        "model": PYTORCHJOB_MODEL,
+        "plural": PYTORCHJOB_PLURAL,
+        "container": PYTORCHJOB_CONTAINER,
+        "base_image": PYTORCHJOB_BASE_IMAGE,
+    },
+    XGBOOSTJOB_KIND: {
+        "model": XGBOOSTJOB_MODEL,
+        "plural": XGBOOSTJOB_PLURAL,
+        "container": XGBOOSTJOB_CONTAINER,
+        "base_image": "TODO",
+    },
+    MPIJOB_KIND: {
+        "model": MPIJOB_MODEL,
+        "plural": MPIJOB_PLURAL,
+        "container": MPIJOB_CONTAINER,
+        "base_image": "TODO",
+    },
+    PADDLEJOB_KIND: {
+        "model": PADDLEJOB_MODEL,
+        "plural": PADDLEJOB_PLURAL,
+        "container": PADDLEJOB_CONTAINER,
+        "base_image": PADDLEJOB_BASE_IMAGE,
+    },
+    JAXJOB_KIND: {
+        "model": JAXJOB_MODEL,
+        "plural": JAXJOB_PLURAL,
+        "container": JAXJOB_CONTAINER,
+        "base_image": "JAXJOB_BASE_IMAGE",
+    },
+}
+
+JOB_MODELS: Final = tuple(p["model"] for p in JOB_PARAMETERS.values())
+
+# Every replica type some kind has, lower case (the label value); get_job_pods accepts any case (§9.12 fix).
+REPLICA_TYPES: Final = tuple(
+    dict.fromkeys(rt.lower() for info in KIND_INFO.values() for rt in info.replica_types)
+)
