@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import base64
 import contextlib
 import ctypes
 import datetime as dt
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BuildMissingError",
+    "CertPair",
     "ControlPlane",
     "K8sEnv",
     "find_bin_dir",
@@ -141,6 +143,7 @@ def _check_binaries(bin_dir: Path) -> None:
 @dataclass(frozen=True)
 class _Pki:
     ca_crt: Path
+    ca_key: Path
     serving_crt: Path
     serving_key: Path
     admin_crt: Path
@@ -148,39 +151,67 @@ class _Pki:
     sa_key: Path
     sa_pub: Path
 
-
-def _write_pki(pki_dir: Path) -> _Pki:
-    """One CA signs the apiserver's serving cert and the admin client cert (CN=user, O=group)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-    pki_dir.mkdir(parents=True, exist_ok=True)
-    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # tolerate a little clock skew
-    until = now + dt.timedelta(days=3650)
-
-    def key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
-        return key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    @classmethod
+    def at(cls, d: Path) -> _Pki:
+        return cls(
+            ca_crt=d / "ca.crt",
+            ca_key=d / "ca.key",
+            serving_crt=d / "serving.crt",
+            serving_key=d / "serving.key",
+            admin_crt=d / "admin.crt",
+            admin_key=d / "admin.key",
+            sa_key=d / "sa.key",
+            sa_pub=d / "sa.pub",
         )
 
-    def name(cn: str, org: str | None = None) -> x509.Name:
-        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
-        if org:
-            attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
-        return x509.Name(attrs)
 
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = name("trainop-testenv-ca")
-    ca = (
+@dataclass(frozen=True)
+class CertPair:
+    """A certificate signed by the test CA: PEM files, plus the CA bundle clients must trust."""
+
+    cert_file: Path
+    key_file: Path
+    ca_file: Path
+
+    @property
+    def ca_bundle_b64(self) -> str:
+        """The CA as base64 PEM: the ``caBundle`` of a webhook or APIService clientConfig."""
+        return base64.b64encode(self.ca_file.read_bytes()).decode()
+
+
+def _validity() -> tuple[dt.datetime, dt.datetime]:
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # tolerate a little clock skew
+    return now, now + dt.timedelta(days=3650)
+
+
+def _write_private_key(path: Path, key: Any) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    path.chmod(0o600)
+
+
+def _write_ca(crt: Path, key_path: Path) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "trainop-testenv-ca")])
+    not_before, not_after = _validity()
+    cert = (
         x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -196,69 +227,86 @@ def _write_pki(pki_dir: Path) -> _Pki:
             ),
             critical=True,
         )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-        .sign(ca_key, hashes.SHA256())
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
     )
+    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_private_key(key_path, key)
 
-    def leaf(
-        subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName] | None = None
-    ) -> tuple[bytes, bytes]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(until)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
+
+def issue_cert(
+    ca_crt: Path,
+    ca_key: Path,
+    out_crt: Path,
+    out_key: Path,
+    common_name: str,
+    organizations: Sequence[str] = (),
+    hosts: Sequence[str] = (),
+) -> CertPair:
+    """Sign a leaf cert with the test CA: a serving cert if ``hosts`` (DNS names / IPs) are given,
+    else a client cert whose CN is the Kubernetes user name and whose O entries are its groups.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    ca = x509.load_pem_x509_certificate(ca_crt.read_bytes())
+    signer = serialization.load_pem_private_key(ca_key.read_bytes(), password=None)
+    assert isinstance(signer, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    not_before, not_after = _validity()
+    usage = ExtendedKeyUsageOID.SERVER_AUTH if hosts else ExtendedKeyUsageOID.CLIENT_AUTH
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attrs))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
         )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(ca_key, hashes.SHA256())
-        return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
-
-    serving = leaf(
-        name("kube-apiserver"),
-        ExtendedKeyUsageOID.SERVER_AUTH,
-        [
-            x509.DNSName("localhost"),
-            x509.DNSName("kubernetes"),
-            x509.DNSName("kubernetes.default.svc"),
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        ],
     )
-    admin = leaf(name("trainop-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH)
+    if hosts:
+        sans: list[x509.GeneralName] = []
+        for h in hosts:
+            try:
+                sans.append(x509.IPAddress(ipaddress.ip_address(h)))
+            except ValueError:
+                sans.append(x509.DNSName(h))
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(signer, hashes.SHA256())
+    out_crt.parent.mkdir(parents=True, exist_ok=True)
+    out_crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_private_key(out_key, key)
+    return CertPair(out_crt, out_key, ca_crt)
+
+
+def _write_pki(pki_dir: Path) -> _Pki:
+    """One CA signs the apiserver's serving cert and the client certs (CN=user, O=group)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    pki_dir.mkdir(parents=True, exist_ok=True)
+    pki = _Pki.at(pki_dir)
+    _write_ca(pki.ca_crt, pki.ca_key)
+    hosts = ("localhost", "kubernetes", "kubernetes.default.svc", "127.0.0.1")
+    issue_cert(pki.ca_crt, pki.ca_key, pki.serving_crt, pki.serving_key, "kube-apiserver", hosts=hosts)
+    issue_cert(pki.ca_crt, pki.ca_key, pki.admin_crt, pki.admin_key, "trainop-admin", ["system:masters"])
     # Service-account tokens: RS256 is what every client and the apiserver default expect.
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-    pki = _Pki(
-        ca_crt=pki_dir / "ca.crt",
-        serving_crt=pki_dir / "serving.crt",
-        serving_key=pki_dir / "serving.key",
-        admin_crt=pki_dir / "admin.crt",
-        admin_key=pki_dir / "admin.key",
-        sa_key=pki_dir / "sa.key",
-        sa_pub=pki_dir / "sa.pub",
-    )
-    pki.ca_crt.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    pki.serving_crt.write_bytes(serving[0])
-    pki.serving_key.write_bytes(serving[1])
-    pki.admin_crt.write_bytes(admin[0])
-    pki.admin_key.write_bytes(admin[1])
-    pki.sa_key.write_bytes(key_pem(sa_key))
+    _write_private_key(pki.sa_key, sa_key)
     pki.sa_pub.write_bytes(
         sa_key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
     )
-    for p in (pki.serving_key, pki.admin_key, pki.sa_key):
-        p.chmod(0o600)
     return pki
 
 
@@ -266,7 +314,9 @@ def _kubeconfig(server: str, ca: Path, user: dict[str, str], namespace: str = "d
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "trainop-testenv", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "clusters": [
+            {"name": "trainop-testenv", "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
         "users": [{"name": "admin", "user": user}],
         "contexts": [
             {
@@ -365,7 +415,9 @@ def _wait(
         except Exception as e:  # the thing polled is not up yet: keep the reason for the error
             last_err = e
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_err!r})")
+            raise TimeoutError(
+                f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_err!r})"
+            )
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)
 
@@ -422,7 +474,9 @@ class ControlPlane:
         atexit.register(self.stop)
         pki = _write_pki(self.pki_dir)
         self.token = secrets.token_hex(16)
-        (self.run_dir / "tokens.csv").write_text(f'{self.token},trainop-admin,trainop-admin,"system:masters"\n')
+        (self.run_dir / "tokens.csv").write_text(
+            f'{self.token},trainop-admin,trainop-admin,"system:masters"\n'
+        )
         shm = Path("/dev/shm")
         parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else self.run_dir
         self.etcd_dir = Path(tempfile.mkdtemp(prefix="trainop-etcd-", dir=parent))
@@ -447,7 +501,9 @@ class ControlPlane:
         self.server = f"https://127.0.0.1:{api_port}"
         user = {"client-certificate": str(pki.admin_crt), "client-key": str(pki.admin_key)}
         self.kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.server, pki.ca_crt, user)))
-        self.token_kubeconfig.write_text(yaml.safe_dump(_kubeconfig(self.server, pki.ca_crt, {"token": self.token})))
+        self.token_kubeconfig.write_text(
+            yaml.safe_dump(_kubeconfig(self.server, pki.ca_crt, {"token": self.token}))
+        )
         assert self.etcd_dir is not None
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         peer_url = f"http://127.0.0.1:{etcd_peer}"
@@ -578,7 +634,9 @@ class ControlPlane:
         for p in self.procs:
             rc = p.popen.poll()
             if rc is not None:
-                raise _ComponentExited(f"{p.name} exited with code {rc}; last lines of {p.log}:\n{_log_tail(p.log)}")
+                raise _ComponentExited(
+                    f"{p.name} exited with code {rc}; last lines of {p.log}:\n{_log_tail(p.log)}"
+                )
 
     def _get(self, port: int, path: str, pki: _Pki | None) -> int:
         """HTTPS GET on loopback; with pki, verified and as admin, else unverified and anonymous."""
@@ -668,10 +726,8 @@ class ControlPlane:
                     os.killpg(p.popen.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
         for p in self.procs:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
         for p in self.procs:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.popen.pid, signal.SIGKILL)  # stray children in the group, too
@@ -779,13 +835,18 @@ class K8sEnv:
 
     # -- clients -------------------------------------------------------------------------------
 
-    def client(self, namespace: str | None = None, field_manager: str | None = "trainop-tests") -> lightkube.Client:
+    def client(
+        self, namespace: str | None = None, field_manager: str | None = "trainop-tests"
+    ) -> lightkube.Client:
         """A sync lightkube Client as cluster admin; close it (or use it in a `with`) when done."""
         import lightkube
         from lightkube.config.kubeconfig import KubeConfig
 
         return lightkube.Client(
-            KubeConfig.from_file(self.kubeconfig), namespace=namespace, field_manager=field_manager, trust_env=False
+            KubeConfig.from_file(self.kubeconfig),
+            namespace=namespace,
+            field_manager=field_manager,
+            trust_env=False,
         )
 
     def async_client(
@@ -796,7 +857,10 @@ class K8sEnv:
         from lightkube.config.kubeconfig import KubeConfig
 
         return lightkube.AsyncClient(
-            KubeConfig.from_file(self.kubeconfig), namespace=namespace, field_manager=field_manager, trust_env=False
+            KubeConfig.from_file(self.kubeconfig),
+            namespace=namespace,
+            field_manager=field_manager,
+            trust_env=False,
         )
 
     def client_as_token(self, token: str, namespace: str | None = None) -> lightkube.Client:
@@ -806,6 +870,36 @@ class K8sEnv:
 
         conf = _kubeconfig(self.server, self.ca_file, {"token": token}, namespace or "default")
         return lightkube.Client(KubeConfig.from_dict(conf), namespace=namespace, trust_env=False)
+
+    def issue_serving_cert(
+        self, directory: Path, hosts: Sequence[str] = ("127.0.0.1", "localhost")
+    ) -> CertPair:
+        """A serving cert for e.g. an admission webhook on 127.0.0.1, signed by the cluster CA.
+
+        Put ``pair.ca_bundle_b64`` in the webhook's ``clientConfig.caBundle``.
+        """
+        pki = _Pki.at(self.ca_file.parent)
+        name = secrets.token_hex(4)
+        return issue_cert(
+            pki.ca_crt,
+            pki.ca_key,
+            directory / f"{name}.crt",
+            directory / f"{name}.key",
+            hosts[0],
+            hosts=hosts,
+        )
+
+    def user_kubeconfig(self, directory: Path, user: str, groups: Sequence[str] = ()) -> Path:
+        """A kubeconfig authenticating as `user` in `groups` by client certificate (no rights unless bound)."""
+        pki = _Pki.at(self.ca_file.parent)
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", user)
+        pair = issue_cert(
+            pki.ca_crt, pki.ca_key, directory / f"{safe}.crt", directory / f"{safe}.key", user, groups
+        )
+        path = directory / f"{safe}.kubeconfig"
+        user_entry = {"client-certificate": str(pair.cert_file), "client-key": str(pair.key_file)}
+        path.write_text(yaml.safe_dump(_kubeconfig(self.server, self.ca_file, user_entry)))
+        return path
 
     def kubeconfig_env(self) -> dict[str, str]:
         """os.environ plus KUBECONFIG, for subprocesses (e.g. the operator under test)."""
@@ -826,7 +920,9 @@ class K8sEnv:
         if namespace:
             cmd.append(f"--namespace={namespace}")
         cmd.extend(args)
-        res = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout, env=_child_env())
+        res = subprocess.run(
+            cmd, input=input, capture_output=True, text=True, timeout=timeout, env=_child_env()
+        )
         if check and res.returncode != 0:
             raise subprocess.CalledProcessError(res.returncode, cmd, res.stdout, res.stderr)
         return res
@@ -840,14 +936,11 @@ class K8sEnv:
 
         A ``str`` that names an existing file is treated as a path; anything else as YAML text.
         """
-        path: Path | None = None
-        if isinstance(text_or_path, Path):
-            path = text_or_path
-        elif "\n" not in text_or_path and len(text_or_path) < 4096 and Path(text_or_path).exists():
-            path = Path(text_or_path)
         args = ["apply", "--server-side", "--force-conflicts", "--field-manager=trainop-tests"]
-        if path is not None:
-            return self.kubectl(*args, "-f", str(path), namespace=namespace).stdout
+        if isinstance(text_or_path, Path):
+            return self.kubectl(*args, "-f", str(text_or_path), namespace=namespace).stdout
+        if "\n" not in text_or_path and len(text_or_path) < 4096 and Path(text_or_path).exists():
+            return self.kubectl(*args, "-f", text_or_path, namespace=namespace).stdout
         return self.kubectl(*args, "-f", "-", input=text_or_path, namespace=namespace).stdout
 
     # -- namespaces and waiting ----------------------------------------------------------------
@@ -894,7 +987,9 @@ class K8sEnv:
                 wait_for(gone, timeout=timeout, what=f"namespace {name} deleted")
 
 
-def wait_for(check: Callable[[], T | None], timeout: float = 60.0, what: str = "condition", interval: float = 0.2) -> T:
+def wait_for(
+    check: Callable[[], T | None], timeout: float = 60.0, what: str = "condition", interval: float = 0.2
+) -> T:
     """Poll ``check`` until it returns something other than None (exceptions count as not yet).
 
     Tests should wait with generous timeouts instead of sleeping or asserting wall-clock times.
@@ -918,7 +1013,9 @@ def wait_for(check: Callable[[], T | None], timeout: float = 60.0, what: str = "
 # Pytest plugin
 
 
-def start_env(nodes: int = DEFAULT_NODES, keep_run_dir: bool = False, run_dir: Path | None = None) -> ControlPlane:
+def start_env(
+    nodes: int = DEFAULT_NODES, keep_run_dir: bool = False, run_dir: Path | None = None
+) -> ControlPlane:
     """Start a control plane from the cached binaries; raises BuildMissingError if they are missing."""
     bin_dir = find_bin_dir()
     _check_binaries(bin_dir)
@@ -978,7 +1075,10 @@ def k8s_namespace(k8s_env: K8sEnv, request: pytest.FixtureRequest) -> Iterator[s
 
 
 def _default_state_dir() -> Path:
-    return Path(os.environ.get("TRAINOP_TESTENV_UP_DIR") or Path(tempfile.gettempdir()) / f"trainop-testenv-{os.getuid()}")
+    return Path(
+        os.environ.get("TRAINOP_TESTENV_UP_DIR")
+        or Path(tempfile.gettempdir()) / f"trainop-testenv-{os.getuid()}"
+    )
 
 
 def _serve(state_dir: Path, nodes: int) -> int:
@@ -1000,7 +1100,9 @@ def _serve(state_dir: Path, nodes: int) -> int:
             time.sleep(0.5)
             for p in plane.procs:
                 if p.popen.poll() is not None:
-                    sys.stderr.write(f"{p.name} exited ({p.popen.returncode}); stopping\n{_log_tail(p.log)}\n")
+                    sys.stderr.write(
+                        f"{p.name} exited ({p.popen.returncode}); stopping\n{_log_tail(p.log)}\n"
+                    )
                     stop = True
     finally:
         plane.stop()
@@ -1022,7 +1124,9 @@ def _pid_alive(pid: int) -> bool:
 def _up(state_dir: Path, nodes: int) -> int:
     state_file = state_dir / "state.json"
     if state_file.exists() and _pid_alive(json.loads(state_file.read_text())["pid"]):
-        print(f"# already running (stop it with hack/testenv/down)\nexport KUBECONFIG={state_dir / 'run' / 'kubeconfig'}")
+        print(
+            f"# already running (stop it with hack/testenv/down)\nexport KUBECONFIG={state_dir / 'run' / 'kubeconfig'}"
+        )
         return 0
     shutil.rmtree(state_dir, ignore_errors=True)
     state_dir.mkdir(parents=True)
@@ -1035,7 +1139,14 @@ def _up(state_dir: Path, nodes: int) -> int:
     t0 = time.monotonic()
     with log.open("ab") as f:
         child = subprocess.Popen(
-            [sys.executable, "-m", "trainop.testing.testenv", "serve", f"--dir={state_dir}", f"--nodes={nodes}"],
+            [
+                sys.executable,
+                "-m",
+                "trainop.testing.testenv",
+                "serve",
+                f"--dir={state_dir}",
+                f"--nodes={nodes}",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=f,
             stderr=subprocess.STDOUT,
@@ -1047,11 +1158,16 @@ def _up(state_dir: Path, nodes: int) -> int:
             return 1
         if time.monotonic() - t0 > START_TIMEOUT_S + 30:
             child.terminate()
-            print(f"error: control plane not ready after {START_TIMEOUT_S + 30:.0f}s; see {log}", file=sys.stderr)
+            print(
+                f"error: control plane not ready after {START_TIMEOUT_S + 30:.0f}s; see {log}",
+                file=sys.stderr,
+            )
             return 1
         time.sleep(0.2)
     state = json.loads(state_file.read_text())
-    print(f"# control plane up in {time.monotonic() - t0:.1f}s (pid {state['pid']}, logs in {state['run_dir']}/logs)")
+    print(
+        f"# control plane up in {time.monotonic() - t0:.1f}s (pid {state['pid']}, logs in {state['run_dir']}/logs)"
+    )
     print(f"# tests can reuse it: export TRAINOP_TESTENV_STATE={state_file}")
     print(f"export KUBECONFIG={state['kubeconfig']}")
     return 0
@@ -1075,7 +1191,9 @@ def _down(state_dir: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainop.testing.testenv", description=__doc__)
     parser.add_argument("command", choices=["up", "down", "serve", "bin-dir"])
-    parser.add_argument("--dir", type=Path, default=None, help="state directory (default: $TMPDIR/trainop-testenv-$UID)")
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="state directory (default: $TMPDIR/trainop-testenv-$UID)"
+    )
     parser.add_argument("--nodes", type=int, default=DEFAULT_NODES)
     args = parser.parse_args(argv)
     state_dir: Path = args.dir or _default_state_dir()

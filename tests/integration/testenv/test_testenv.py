@@ -6,9 +6,13 @@ controller-manager, scheduler and kwok started by the ``k8s_env`` fixture (hack/
 from __future__ import annotations
 
 import contextlib
+import http.server
+import json
+import ssl
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -81,21 +85,26 @@ def list_rv(client: Client, res: Any) -> str:
 def sim_pod(name: str, restart_policy: str = "Never", **annotations: str) -> Pod:
     """A pod whose fate kwok plays out from its sim.trainop.dev/* annotations (hack/testenv/kwok-stages.yaml)."""
     return Pod(
-        metadata=ObjectMeta(name=name, annotations={SIM + k.replace("_", "-"): v for k, v in annotations.items()}),
+        metadata=ObjectMeta(
+            name=name, annotations={SIM + k.replace("_", "-"): v for k, v in annotations.items()}
+        ),
         spec=PodSpec(restartPolicy=restart_policy, containers=[Container(name="main", image="trainop/sim")]),
     )
 
 
-def pod_phase_history(client: Client, pod: Pod, until: set[str], timeout: float = 60.0) -> tuple[list[str], Pod]:
+def pod_phase_history(
+    client: Client, pod: Pod, until: set[str], timeout: float = 60.0
+) -> tuple[list[str], Pod]:
     """Create `pod`, then record every phase the watch shows until one in `until` (the last object)."""
     rv = list_rv(client, Pod)
     client.create(pod)
     phases: list[str] = []
     last: list[Pod] = []
     assert pod.metadata is not None and pod.metadata.name is not None
+    name: str = pod.metadata.name
 
     def follow() -> None:
-        for _, obj in client.watch(Pod, resource_version=rv, fields={"metadata.name": pod.metadata.name}):  # type: ignore[union-attr]
+        for _, obj in client.watch(Pod, resource_version=rv, fields={"metadata.name": name}):
             phase = obj.status.phase if obj.status else None
             if phase and (not phases or phases[-1] != phase):
                 phases.append(phase)
@@ -106,7 +115,7 @@ def pod_phase_history(client: Client, pod: Pod, until: set[str], timeout: float 
     t = threading.Thread(target=follow, daemon=True)
     t.start()
     t.join(timeout)
-    assert last, f"pod {pod.metadata.name} never reached {until}; phases seen: {phases}"
+    assert last, f"pod {name} never reached {until}; phases seen: {phases}"
     return phases, last[0]
 
 
@@ -114,7 +123,9 @@ def pod_phase_history(client: Client, pod: Pod, until: set[str], timeout: float 
 # apiserver: schema, watch, status subresource
 
 
-def test_crd_structural_schema_rejects_invalid_objects(k8s_env: K8sEnv, widget_crd: None, client: Client) -> None:
+def test_crd_structural_schema_rejects_invalid_objects(
+    k8s_env: K8sEnv, widget_crd: None, client: Client
+) -> None:
     good = Widget(metadata=ObjectMeta(name="good"), spec={"replicas": 2, "mode": "fast", "unknownField": 1})
     client.create(good)
     got = client.get(Widget, "good")
@@ -143,11 +154,13 @@ def test_crd_structural_schema_rejects_invalid_objects(k8s_env: K8sEnv, widget_c
 def test_status_subresource_is_separate_from_spec(widget_crd: None, client: Client) -> None:
     client.create(Widget(metadata=ObjectMeta(name="w"), spec={"replicas": 1}))
     # custom resources take JSON merge patches (no strategic merge)
-    client.patch(Widget.Status, "w", {"status": {"phase": "Running"}, "spec": {"replicas": 9}}, patch_type=MERGE)
+    client.patch(
+        Widget.Status, "w", {"status": {"phase": "Running"}, "spec": {"replicas": 9}}, patch_type=MERGE
+    )
     # a write to the main resource ignores status; a write to /status ignores spec
     client.patch(Widget, "w", {"spec": {"replicas": 3}, "status": {"phase": "Ignored"}}, patch_type=MERGE)
-    got = client.get(Widget, "w")
-    assert (got.spec["replicas"], got.status["phase"]) == (3, "Running")
+    got = client.get(Widget, "w").to_dict()  # type: ignore[no-untyped-call]
+    assert (got["spec"]["replicas"], got["status"]["phase"]) == (3, "Running")
 
 
 def test_watch_delivers_added_modified_deleted_in_order(client: Client) -> None:
@@ -302,17 +315,20 @@ def test_deleting_owner_garbage_collects_dependents(client: Client) -> None:
     client.create(pod)
 
     client.delete(ConfigMap, "owner")
-    wait_for(lambda: _absent(client, ConfigMap, "dependent"), timeout=60, what="dependent ConfigMap collected")
+    wait_for(
+        lambda: _absent(client, ConfigMap, "dependent"), timeout=60, what="dependent ConfigMap collected"
+    )
     wait_for(lambda: _absent(client, Pod, "dependent-pod"), timeout=60, what="dependent Pod collected")
 
 
 def test_deleting_a_custom_resource_collects_its_pods(widget_crd: None, client: Client) -> None:
     owner = client.create(Widget(metadata=ObjectMeta(name="job"), spec={"replicas": 1}))
+    assert owner.metadata is not None and owner.metadata.uid is not None
     ref = OwnerReference(
         apiVersion="testenv.trainop.dev/v1",
         kind="Widget",
         name="job",
-        uid=owner.metadata.uid,  # type: ignore[union-attr]
+        uid=owner.metadata.uid,
         controller=True,
         blockOwnerDeletion=True,
     )
@@ -328,7 +344,9 @@ def test_deleting_a_custom_resource_collects_its_pods(widget_crd: None, client: 
 # RBAC
 
 
-def test_service_account_without_rights_is_denied(k8s_env: K8sEnv, k8s_namespace: str, client: Client) -> None:
+def test_service_account_without_rights_is_denied(
+    k8s_env: K8sEnv, k8s_namespace: str, client: Client
+) -> None:
     k8s_env.kubectl("create", "serviceaccount", "nobody", namespace=k8s_namespace)
     token = k8s_env.kubectl("create", "token", "nobody", namespace=k8s_namespace).stdout.strip()
 
@@ -339,7 +357,9 @@ def test_service_account_without_rights_is_denied(k8s_env: K8sEnv, k8s_namespace
         assert f"system:serviceaccount:{k8s_namespace}:nobody" in str(err.value.status.message)
 
         # grant exactly "list pods" and the same token now works, and nothing more
-        k8s_env.kubectl("create", "role", "pod-reader", "--verb=list", "--resource=pods", namespace=k8s_namespace)
+        k8s_env.kubectl(
+            "create", "role", "pod-reader", "--verb=list", "--resource=pods", namespace=k8s_namespace
+        )
         k8s_env.kubectl(
             "create", "rolebinding", "nobody-reads", "--role=pod-reader",
             f"--serviceaccount={k8s_namespace}:nobody", namespace=k8s_namespace,
@@ -355,3 +375,83 @@ def test_service_account_without_rights_is_denied(k8s_env: K8sEnv, k8s_namespace
         namespace=k8s_namespace, check=False,
     )  # fmt: skip
     assert can.stdout.strip() == "no"
+
+
+# ---------------------------------------------------------------------------------------------
+# Admission webhooks served on 127.0.0.1 are called by the apiserver
+
+
+class _DenyForbidden(http.server.BaseHTTPRequestHandler):
+    """A validating webhook: denies ConfigMaps that carry a `forbidden` key."""
+
+    seen: list[str] = []
+
+    def do_POST(self) -> None:
+        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        req = review["request"]
+        obj = req["object"]
+        self.seen.append(obj["metadata"].get("name", ""))
+        allowed = "forbidden" not in (obj.get("data") or {})
+        resp: dict[str, Any] = {"uid": req["uid"], "allowed": allowed}
+        if not allowed:
+            resp["status"] = {"code": 403, "message": "forbidden key rejected by the test webhook"}
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_validating_webhook_on_loopback_is_called(
+    k8s_env: K8sEnv, k8s_namespace: str, client: Client, tmp_path: Path
+) -> None:
+    pair = k8s_env.issue_serving_cert(tmp_path)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DenyForbidden)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pair.cert_file, pair.key_file)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    name = f"deny-forbidden-{k8s_namespace}"
+    k8s_env.apply_yaml(
+        f"""
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {{name: {name}}}
+webhooks:
+- name: deny-forbidden.testenv.trainop.dev
+  clientConfig:
+    url: https://127.0.0.1:{server.server_address[1]}/validate
+    caBundle: {pair.ca_bundle_b64}
+  rules:
+  - {{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}}
+  namespaceSelector:
+    matchLabels: {{kubernetes.io/metadata.name: {k8s_namespace}}}
+  failurePolicy: Fail
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 5
+"""
+    )
+    try:
+        attempt = iter(range(10_000))
+
+        def denied() -> ApiError | None:
+            # The apiserver picks up new webhook configurations within a second or so.
+            try:
+                client.create(
+                    ConfigMap(metadata=ObjectMeta(name=f"bad-{next(attempt)}"), data={"forbidden": "x"})
+                )
+            except ApiError as e:
+                return e
+            return None
+
+        err = wait_for(denied, timeout=30, what="the webhook to deny")
+        assert "rejected by the test webhook" in str(err.status.message)
+        client.create(ConfigMap(metadata=ObjectMeta(name="fine"), data={"ok": "x"}))
+        assert "fine" in _DenyForbidden.seen
+    finally:
+        k8s_env.kubectl("delete", "validatingwebhookconfiguration", name, "--ignore-not-found")
+        server.shutdown()
