@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 
-class JobBackend(Protocol):
+class ClientBackend(Protocol):
     """Synchronous operations on one backend. Every object in and out is a Kubernetes JSON dict.
 
     ``timeout`` is the request timeout in seconds (None: the backend's default).

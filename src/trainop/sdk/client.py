@@ -2,7 +2,7 @@
 
 Argument names, defaults, return shapes and error types follow upstream, so notebook code moves over by
 changing its import. The backend is chosen once in the constructor; every method turns arguments into
-Kubernetes JSON and asks the backend (``trainop.sdk.backend.JobBackend``). Deliberate differences
+Kubernetes JSON and asks the backend (``trainop.sdk.backend.ClientBackend``). Deliberate differences
 from upstream are listed in docs/sdk.md. No job logic lives here: the backends validate and reconcile.
 """
 
@@ -24,7 +24,7 @@ from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import JOB_MODELS
 from trainop.api.load import load_documents, parse_job
 from trainop.sdk import constants
-from trainop.sdk.backend import JobBackend
+from trainop.sdk.backend import ClientBackend
 from trainop.sdk.errors import JobFailedError, SDKError, WaitTimeoutError
 from trainop.sdk.funcjob import build_entrypoint, build_func_job, build_func_script, build_pod_template
 from trainop.sdk.models import SDK_JOB_MODELS, KubeObject, build_plain
@@ -62,7 +62,7 @@ class TrainingClient:
             else the kube-config context's namespace, else ``default`` (always ``default`` locally).
         job_kind: default kind of every method (``PyTorchJob``).
         backend: ``"local"`` (processes on this machine, no cluster) or ``"kubernetes"``; defaults to
-            ``$TRAINOP_BACKEND``, else Kubernetes. A ``JobBackend`` object is also accepted.
+            ``$TRAINOP_BACKEND``, else Kubernetes. A ``ClientBackend`` object is also accepted.
         local_home: the local backend's state directory (defaults to ``$TRAINOP_HOME``).
 
     Raises:
@@ -83,7 +83,7 @@ class TrainingClient:
         namespace: str | None = None,
         job_kind: str = constants.PYTORCHJOB_KIND,
         *,
-        backend: str | JobBackend | None = None,
+        backend: str | ClientBackend | None = None,
         local_home: str | os.PathLike[str] | None = None,
     ) -> None:
         if job_kind not in constants.JOB_PARAMETERS:
@@ -95,7 +95,7 @@ class TrainingClient:
             if chosen == "local":
                 from trainop.sdk.local import LocalJobBackend
 
-                self.backend: JobBackend = LocalJobBackend(home=local_home)
+                self.backend: ClientBackend = LocalJobBackend(home=local_home)
             elif chosen in ("kubernetes", "k8s"):
                 from trainop.sdk.kube import KubernetesBackend
 
@@ -160,94 +160,33 @@ class TrainingClient:
             >>> client.create_job(name="fn", train_func=train, parameters={"lr": 0.1}, num_workers=1)
             >>> client.create_job(job=open("pytorchjob.yaml").read())
         """
-        if job is not None:
-            given = {
-                "name": name,
-                "job_kind": job_kind,
-                "base_image": base_image,
-                "train_func": train_func,
-                "parameters": parameters,
-                "num_procs_per_worker": num_procs_per_worker,
-                "resources_per_worker": resources_per_worker,
-                "num_chief_replicas": num_chief_replicas,
-                "num_ps_replicas": num_ps_replicas,
-                "packages_to_install": packages_to_install,
-                "env_vars": env_vars,
-                "volumes": volumes,
-                "volume_mounts": volume_mounts,
-            }
-            for key, value in given.items():
-                if value is not None:
-                    raise ValueError(
-                        f"If `job` is set only `namespace` argument is allowed. Argument `{key}` must be None."
-                    )
-            obj = build_job_dict(job)
-            kind = obj.get("kind")
-            if kind not in constants.JOB_PARAMETERS:
-                raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
-            meta = obj.setdefault("metadata", {})
-            if not isinstance(meta, dict):
-                raise InvalidJobError([FieldError("metadata", "must be a mapping")], kind=str(kind))
-            meta["namespace"] = namespace or meta.get("namespace") or self.namespace
-            _merge(meta, "labels", labels)
-            _merge(meta, "annotations", annotations)
-            isolated_env = False
-        elif train_func is not None or base_image is not None:
-            kind = job_kind or self.job_kind
-            if kind not in constants.JOB_PARAMETERS:
-                raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
-            if not name:
-                raise ValueError("Job name must be set to configure Job from function or image")
-            if num_workers is None or num_workers < 1:
-                raise ValueError(f"At least one Worker for {kind} must be set")
-            if len(volumes or []) != len(volume_mounts or []):
-                raise ValueError(
-                    f"volumes and volume_mounts must have the same length, got {len(volumes or [])} "
-                    f"volumes and {len(volume_mounts or [])} volume_mounts"
-                )
-            script = None
-            if train_func is not None:
-                script = build_func_script(
-                    source=function_source(train_func),
-                    func_name=train_func.__name__,
-                    entrypoint=build_entrypoint(kind, num_workers, num_procs_per_worker),
-                    parameters=parameters,
-                    packages_to_install=packages_to_install,
-                    pip_index_url=pip_index_url,
-                )
-            template = build_pod_template(
-                kind,
-                base_image or constants.JOB_PARAMETERS[kind]["base_image"],
-                script,
-                resources=resources_per_worker,
-                env_vars=env_vars,
-                volumes=volumes,
-                volume_mounts=volume_mounts,
-            )
-            obj = build_func_job(
-                kind=kind,
-                name=name,
-                namespace=namespace or self.namespace,
-                template=template,
-                num_workers=num_workers,
-                num_procs_per_worker=num_procs_per_worker,
-                num_chief_replicas=num_chief_replicas,
-                num_ps_replicas=num_ps_replicas,
-                labels=labels,
-                annotations=annotations,
-            )
-            isolated_env = bool(packages_to_install) and train_func is not None
-        else:
-            raise ValueError(
-                f"Job must be one of these types: {constants.JOB_MODELS}; or set `name` and `train_func` "
-                "(or `base_image`) to build one"
-            )
-
+        obj, isolated_env = build_create_request(
+            job=job,
+            name=name,
+            namespace=namespace or None,
+            default_namespace=self.namespace,
+            labels=labels,
+            annotations=annotations,
+            job_kind=job_kind,
+            default_kind=self.job_kind,
+            base_image=base_image,
+            train_func=train_func,
+            parameters=parameters,
+            num_workers=num_workers,
+            num_procs_per_worker=num_procs_per_worker,
+            resources_per_worker=resources_per_worker,
+            num_chief_replicas=num_chief_replicas,
+            num_ps_replicas=num_ps_replicas,
+            packages_to_install=packages_to_install,
+            pip_index_url=pip_index_url,
+            env_vars=env_vars,
+            queue_name=queue_name,
+            volumes=volumes,
+            volume_mounts=volume_mounts,
+        )
         meta = obj["metadata"]
         if queue_name and queue_name.strip():
-            _merge(meta, "labels", {constants.LOCAL_QUEUE_LABEL: queue_name})
             self.backend.check_local_queue(meta["namespace"], queue_name)
-        parse_job(obj)  # structure and field paths before anything is sent (InvalidJobError)
         if train_func is not None:
             obj = self.backend.prepare_function_job(obj, isolated_env=isolated_env)
         self.backend.create_job(obj)
@@ -730,6 +669,124 @@ class TrainingClient:
 
 # ----------------------------------------------------------------------------------------------------
 # pure helpers
+
+
+def build_create_request(
+    *,
+    job: Any,
+    name: str | None,
+    namespace: str | None,
+    default_namespace: str,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+    job_kind: str | None,
+    default_kind: str,
+    base_image: str | None,
+    train_func: Callable[..., Any] | None,
+    parameters: Mapping[str, Any] | None,
+    num_workers: int,
+    num_procs_per_worker: int | str | None,
+    resources_per_worker: Any,
+    num_chief_replicas: int | None,
+    num_ps_replicas: int | None,
+    packages_to_install: Sequence[str] | None,
+    pip_index_url: str,
+    env_vars: Any,
+    queue_name: str | None,
+    volumes: Sequence[Any] | None,
+    volume_mounts: Sequence[Any] | None,
+) -> tuple[dict[str, Any], bool]:
+    """``create_job``'s arguments → (the job as Kubernetes JSON, whether it needs an isolated Python env).
+
+    Applies §7.3's argument rules and ValueError messages, then parses the result so a malformed job
+    fails here with field paths (InvalidJobError) before anything reaches a backend.
+    """
+    if job is not None:
+        given = {
+            "name": name,
+            "job_kind": job_kind,
+            "base_image": base_image,
+            "train_func": train_func,
+            "parameters": parameters,
+            "num_procs_per_worker": num_procs_per_worker,
+            "resources_per_worker": resources_per_worker,
+            "num_chief_replicas": num_chief_replicas,
+            "num_ps_replicas": num_ps_replicas,
+            "packages_to_install": packages_to_install,
+            "env_vars": env_vars,
+            "volumes": volumes,
+            "volume_mounts": volume_mounts,
+        }
+        for key, value in given.items():
+            if value is not None:
+                raise ValueError(
+                    f"If `job` is set only `namespace` argument is allowed. Argument `{key}` must be None."
+                )
+        obj = build_job_dict(job)
+        kind = obj.get("kind")
+        if kind not in constants.JOB_PARAMETERS:
+            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise InvalidJobError([FieldError("metadata", "must be a mapping")], kind=str(kind))
+        meta["namespace"] = namespace or meta.get("namespace") or default_namespace
+        _merge(meta, "labels", labels)
+        _merge(meta, "annotations", annotations)
+        isolated_env = False
+    elif train_func is not None or base_image is not None:
+        kind = job_kind or default_kind
+        if kind not in constants.JOB_PARAMETERS:
+            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
+        if not name:
+            raise ValueError("Job name must be set to configure Job from function or image")
+        if num_workers is None or num_workers < 1:
+            raise ValueError(f"At least one Worker for {kind} must be set")
+        if len(volumes or []) != len(volume_mounts or []):
+            raise ValueError(
+                f"volumes and volume_mounts must have the same length, got {len(volumes or [])} "
+                f"volumes and {len(volume_mounts or [])} volume_mounts"
+            )
+        script = None
+        if train_func is not None:
+            script = build_func_script(
+                source=function_source(train_func),
+                func_name=train_func.__name__,
+                entrypoint=build_entrypoint(kind, num_workers, num_procs_per_worker),
+                parameters=parameters,
+                packages_to_install=packages_to_install,
+                pip_index_url=pip_index_url,
+            )
+        template = build_pod_template(
+            kind,
+            base_image or constants.JOB_PARAMETERS[kind]["base_image"],
+            script,
+            resources=resources_per_worker,
+            env_vars=env_vars,
+            volumes=volumes,
+            volume_mounts=volume_mounts,
+        )
+        obj = build_func_job(
+            kind=kind,
+            name=name,
+            namespace=namespace or default_namespace,
+            template=template,
+            num_workers=num_workers,
+            num_procs_per_worker=num_procs_per_worker,
+            num_chief_replicas=num_chief_replicas,
+            num_ps_replicas=num_ps_replicas,
+            labels=labels,
+            annotations=annotations,
+        )
+        isolated_env = bool(packages_to_install) and train_func is not None
+    else:
+        raise ValueError(
+            f"Job must be one of these types: {constants.JOB_MODELS}; or set `name` and `train_func` "
+            "(or `base_image`) to build one"
+        )
+    if queue_name and queue_name.strip():
+        _merge(obj["metadata"], "labels", {constants.LOCAL_QUEUE_LABEL: queue_name})
+    parse_job(obj)
+    return obj, isolated_env
 
 
 def build_job_dict(job: Any) -> dict[str, Any]:

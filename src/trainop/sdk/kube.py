@@ -125,7 +125,7 @@ def _causes(e: ApiError) -> list[FieldError]:
 
 
 class KubernetesBackend:
-    """``JobBackend`` over a kube-apiserver (one lightkube client per request timeout)."""
+    """``ClientBackend`` over a kube-apiserver (one lightkube client per request timeout)."""
 
     name = "kubernetes"
 
