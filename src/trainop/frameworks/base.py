@@ -1,7 +1,7 @@
 """The small Protocol every framework plugin implements, plus the shared data it exchanges with core.
 
 A plugin knows its kind's replica types, default container and port, the env vars and files it
-injects (§3.3–§3.9), the master-role rule (§3.1), its extra validation (§2.3) and its success/failure
+injects (§3.3-§3.9), the master-role rule (§3.1), its extra validation (§2.3) and its success/failure
 rule (§4.4). Pure: no I/O, no clock, no Kubernetes client.
 """
 
@@ -36,8 +36,15 @@ class ReplicaCounts:
 class ConditionUpdate:
     """One ``setCondition`` call the status rule makes, in order (§4.1 rules applied by core).
 
-    ``event``: also emit an event with this reason/message and that type. ``metric``: a counter to
-    increment ("jobs_successful", "jobs_failed", "jobs_restarted"). ``complete``: set completionTime if unset.
+    Core applies the list in order with the §4.1 rules (Failed is terminal, same type+status+reason is
+    a no-op, Running and Restarting replace each other, ...), so a later update sees the earlier ones.
+
+    ``event``: also emit an event with this type; its reason is ``event_reason`` when set (MPI's
+    Failed condition is ``MPIJobMPIJobFailed`` but its event ``MPIJobFailed``, §9.6), else ``reason``;
+    its message is ``message``. ``metric``: a counter to increment ("jobs_successful", "jobs_failed",
+    "jobs_restarted"). ``complete``: set completionTime if unset. ``set_condition=False``: emit the
+    event / metric only and leave the conditions alone (upstream computes some conditions on a copy it
+    then discards, so only their events survive: MPI's status helper, §4.4).
     """
 
     type: str
@@ -47,6 +54,8 @@ class ConditionUpdate:
     event: Literal["Normal", "Warning"] | None = None
     metric: str | None = None
     complete: bool = False
+    event_reason: str | None = None
+    set_condition: bool = True
 
 
 class FrameworkPlugin(Protocol):
@@ -69,11 +78,22 @@ class FrameworkPlugin(Protocol):
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool: ...
 
+    def pod_labels(self, job: TrainingJob, rtype: str, index: int) -> dict[str, str]:
+        """The operator's labels for pod ``rtype``/``index`` (§3.1; MPI's launcher has no
+        replica-index, §3.9), to lay over the template's labels."""
+        ...
+
+    def declared_port(self, job: TrainingJob, rtype: str) -> int:
+        """The port ``rtype``'s default container declares (kind's port name), else the default port."""
+        ...
+
     def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:
         """EnvVar dicts appended to the containers the kind injects into (§3.3)."""
         ...
 
-    def customize_pod(self, job: TrainingJob, rtype: str, index: int, pod: dict[str, Any], topology: Topology) -> None:
+    def customize_pod(
+        self, job: TrainingJob, rtype: str, index: int, pod: dict[str, Any], topology: Topology
+    ) -> None:
         """Add env, init containers, volumes, default commands to ``pod`` (a fresh Pod dict built by
         core from the template, with name, labels and restartPolicy already set)."""
         ...

@@ -237,7 +237,7 @@ class JobBuilder:
         default_restart = self._spec_restart
         replica_specs: dict[str, Any] = {}
         for rtype, entry in self._types.items():
-            container = {
+            container: dict[str, Any] = {
                 "name": self.info.default_container,
                 "image": f"example.com/{self.info.framework}:test",
             }

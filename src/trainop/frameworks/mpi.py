@@ -1,0 +1,438 @@
+"""MPIJob (v1) plugin: kubectl-exec based Open MPI (§3.9). Worker pods idle until the launcher's
+``mpirun`` reaches them through ``kubexec.sh``; the launcher gets the hostfile, the rsh agent and RBAC.
+
+The file names, mount paths and ConfigMap content below are module constants and pure builders so the
+local backend can materialise the same files. MPI creates no Services and never restarts failed pods
+itself (§4.4). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from trainop.api.common import TrainingJob
+from trainop.api.constants import (
+    ENV_I_MPI_HYDRA_BOOTSTRAP,
+    ENV_I_MPI_HYDRA_BOOTSTRAP_EXEC,
+    ENV_NVIDIA_DRIVER_CAPABILITIES,
+    ENV_NVIDIA_VISIBLE_DEVICES,
+    ENV_OMPI_HOSTFILE,
+    ENV_OMPI_RSH_AGENT,
+    JOB_ROLE_MASTER,
+    LABEL_APP,
+    LABEL_JOB_NAME,
+    LABEL_JOB_ROLE,
+    LABEL_OPERATOR_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    RESTART_EXIT_CODE,
+)
+from trainop.api.kinds import MPIJobSpec
+from trainop.core.topology import Topology
+from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
+from trainop.frameworks.generic import (
+    BasePlugin,
+    env_var,
+    failed_update,
+    owner_reference,
+    pod_index,
+    pod_spec_for_write,
+    pods_of,
+    replicas_of,
+    restarting_update,
+    running_update,
+    succeeded_update,
+)
+
+LAUNCHER = "Launcher"
+WORKER = "Worker"
+
+# Files and mounts (§3.9). The local backend writes the same three files under its own directory.
+CONFIG_MOUNT_PATH = "/etc/mpi"
+KUBECTL_MOUNT_PATH = "/opt/kube"
+CONFIG_VOLUME = "mpi-job-config"
+KUBECTL_VOLUME = "mpi-job-kubectl"
+HOSTFILE = "hostfile"
+KUBEXEC_SCRIPT = "kubexec.sh"
+DISCOVER_HOSTS_SCRIPT = "discover_hosts.sh"
+HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"
+KUBEXEC_PATH = f"{CONFIG_MOUNT_PATH}/{KUBEXEC_SCRIPT}"
+DISCOVER_HOSTS_PATH = f"{CONFIG_MOUNT_PATH}/{DISCOVER_HOSTS_SCRIPT}"
+SCRIPT_MODE = 0o555
+HOSTFILE_MODE = 0o444
+
+LAUNCHER_SUFFIX = "-launcher"
+CONFIG_SUFFIX = "-config"
+KUBECTL_DELIVERY_NAME = "kubectl-delivery"
+# --mpi-kubectl-delivery-image (§6.4); the ghcr.io location is where v1.9.1+ publish it.
+DEFAULT_KUBECTL_DELIVERY_IMAGE = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
+ENV_KUBECTL_TARGET_DIR = "TARGET_DIR"
+ENV_DELIVERY_NAMESPACE = "NAMESPACE"
+I_MPI_DEFAULT_BOOTSTRAP = "rsh"
+WORKER_DEFAULT_COMMAND = ["sleep"]
+WORKER_DEFAULT_ARGS = ["365d"]
+
+RBAC_API_GROUP = "rbac.authorization.k8s.io"
+
+
+def _spec(job: TrainingJob) -> MPIJobSpec:
+    assert isinstance(job.spec, MPIJobSpec), f"not an MPIJob: {job.kind}"
+    return job.spec
+
+
+def launcher_name(job: TrainingJob) -> str:
+    return f"{job.name}{LAUNCHER_SUFFIX}"
+
+
+def config_map_name(job: TrainingJob) -> str:
+    return f"{job.name}{CONFIG_SUFFIX}"
+
+
+def worker_name(job: TrainingJob, index: int) -> str:
+    return f"{job.name}-worker-{index}"
+
+
+def slots_per_worker(job: TrainingJob) -> int:
+    slots = _spec(job).slots_per_worker
+    return slots if slots is not None else 1
+
+
+def is_gpu_launcher(job: TrainingJob) -> bool:
+    """§3.9: a launcher container asks for a GPU (a limit key ending in ``.com/gpu`` or naming ``gpu``)."""
+    rs = job.replica_specs.get(LAUNCHER)
+    for c in rs.containers if rs is not None else []:
+        limits = (c.get("resources") or {}).get("limits") or {}
+        if any(k.endswith(".com/gpu") or "gpu" in k for k in limits):
+            return True
+    return False
+
+
+def launcher_service_account(job: TrainingJob) -> str:
+    """The launcher template's serviceAccountName, else ``<job>-launcher``."""
+    rs = job.replica_specs.get(LAUNCHER)
+    name = rs.pod_spec.get("serviceAccountName") if rs is not None else None
+    return name if isinstance(name, str) and name else launcher_name(job)
+
+
+def build_hostfile(job: TrainingJob) -> str:
+    """One ``<host> slots=<S>`` line per worker, the launcher first when it has a GPU."""
+    slots = slots_per_worker(job)
+    hosts = [launcher_name(job)] if is_gpu_launcher(job) else []
+    hosts += [worker_name(job, i) for i in range(replicas_of(job, WORKER, default=0))]
+    return "".join(f"{h} slots={slots}\n" for h in hosts)
+
+
+def build_kubexec_script(job: TrainingJob) -> str:
+    """Open MPI's rsh agent: run the remaining arguments inside pod ``$1`` via kubectl exec."""
+    main = _spec(job).main_container
+    container = f" --container {main}" if main else ""
+    return (
+        "#!/bin/sh\n"
+        "# rsh agent for mpirun: $1 is the worker pod, the rest is the command to run there\n"
+        "set -x\n"
+        'POD_NAME="$1"\n'
+        "shift\n"
+        f'{KUBECTL_MOUNT_PATH}/kubectl exec "${{POD_NAME}}"{container} -- /bin/sh -c "$*"\n'
+    )
+
+
+def build_discover_hosts(job: TrainingJob, pods: list[dict[str, Any]]) -> str:
+    """``echo <pod>:<S>`` for each Running worker, sorted by name (GPU launcher first): what Horovod's
+    elastic driver polls to learn the current hosts."""
+    slots = slots_per_worker(job)
+    running = sorted(
+        str((p.get("metadata") or {}).get("name", ""))
+        for p in pods_of(pods, job, WORKER)
+        if (p.get("status") or {}).get("phase") == "Running"
+    )
+    hosts = ([launcher_name(job)] if is_gpu_launcher(job) else []) + running
+    return "#!/bin/sh\n" + "".join(f"echo {h}:{slots}\n" for h in hosts)
+
+
+def build_config_data(job: TrainingJob, pods: list[dict[str, Any]]) -> dict[str, str]:
+    """The three files of ``<job>-config`` (§3.9), keyed by file name."""
+    return {
+        HOSTFILE: build_hostfile(job),
+        KUBEXEC_SCRIPT: build_kubexec_script(job),
+        DISCOVER_HOSTS_SCRIPT: build_discover_hosts(job, pods),
+    }
+
+
+def _owned_meta(job: TrainingJob, name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": job.namespace,
+        "labels": {LABEL_APP: job.name},
+        "ownerReferences": [owner_reference(job)],
+    }
+
+
+def build_service_account(job: TrainingJob) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _owned_meta(job, launcher_service_account(job)),
+    }
+
+
+def build_config_map(job: TrainingJob, pods: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _owned_meta(job, config_map_name(job)),
+        "data": build_config_data(job, pods),
+    }
+
+
+def build_role(job: TrainingJob) -> dict[str, Any]:
+    """Read pods; exec only into this job's workers."""
+    exec_rule: dict[str, Any] = {"verbs": ["create"], "apiGroups": [""], "resources": ["pods/exec"]}
+    workers = [worker_name(job, i) for i in range(replicas_of(job, WORKER, default=0))]
+    if workers:  # upstream leaves resourceNames out (omitempty) when there are no workers
+        exec_rule["resourceNames"] = workers
+    return {
+        "apiVersion": f"{RBAC_API_GROUP}/v1",
+        "kind": "Role",
+        "metadata": _owned_meta(job, launcher_name(job)),
+        "rules": [
+            {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]},
+            exec_rule,
+        ],
+    }
+
+
+def build_role_binding(job: TrainingJob) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{RBAC_API_GROUP}/v1",
+        "kind": "RoleBinding",
+        "metadata": _owned_meta(job, launcher_name(job)),
+        "subjects": [
+            {"kind": "ServiceAccount", "name": launcher_service_account(job), "namespace": job.namespace}
+        ],
+        "roleRef": {"apiGroup": RBAC_API_GROUP, "kind": "Role", "name": launcher_name(job)},
+    }
+
+
+def _find_pod(pods: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    return next((p for p in pods if (p.get("metadata") or {}).get("name") == name), None)
+
+
+def _phase(pod: Mapping[str, Any] | None) -> str:
+    return str(((pod or {}).get("status") or {}).get("phase") or "")
+
+
+class MPIPlugin(BasePlugin):
+    kind: ClassVar[str] = "MPIJob"
+    creates_services: bool = False
+    restarts_failed_pods: bool = False
+
+    def __init__(self, kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE) -> None:
+        super().__init__()
+        self.kubectl_delivery_image = kubectl_delivery_image  # --mpi-kubectl-delivery-image
+
+    # -- identity --
+    def replica_indices(self, job: TrainingJob, rtype: str) -> range:
+        if rtype == LAUNCHER:
+            return range(1) if LAUNCHER in job.replica_specs else range(0)
+        return range(replicas_of(job, rtype, default=0))
+
+    def pod_name(self, job: TrainingJob, rtype: str, index: int) -> str:
+        return launcher_name(job) if rtype == LAUNCHER else super().pod_name(job, rtype, index)
+
+    def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
+        return rtype == LAUNCHER
+
+    def pod_labels(self, job: TrainingJob, rtype: str, index: int) -> dict[str, str]:
+        if rtype != LAUNCHER:
+            return super().pod_labels(job, rtype, index)
+        # §3.9: the launcher carries no replica-index.
+        return {
+            LABEL_OPERATOR_NAME: self.info.controller_name,
+            LABEL_JOB_NAME: job.name,
+            LABEL_REPLICA_TYPE: LAUNCHER.lower(),
+            LABEL_JOB_ROLE: JOB_ROLE_MASTER,
+        }
+
+    # -- pods --
+    def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:
+        """The launcher's first container: the Open MPI agent and hostfile, blank NVIDIA_* for a CPU
+        launcher, and the Intel MPI bootstrap pair where the user did not set it. Workers get none."""
+        if rtype != LAUNCHER:
+            return []
+        env = [env_var(ENV_OMPI_RSH_AGENT, KUBEXEC_PATH), env_var(ENV_OMPI_HOSTFILE, HOSTFILE_PATH)]
+        if not is_gpu_launcher(job):
+            # Keep a CPU launcher off GPUs a permissive runtime might expose anyway.
+            env += [env_var(ENV_NVIDIA_VISIBLE_DEVICES, ""), env_var(ENV_NVIDIA_DRIVER_CAPABILITIES, "")]
+        rs = job.replica_specs.get(LAUNCHER)
+        first = rs.containers[0] if rs is not None and rs.containers else {}
+        user = {e.get("name") for e in first.get("env") or []}
+        if ENV_I_MPI_HYDRA_BOOTSTRAP not in user:
+            env.append(env_var(ENV_I_MPI_HYDRA_BOOTSTRAP, I_MPI_DEFAULT_BOOTSTRAP))
+        if ENV_I_MPI_HYDRA_BOOTSTRAP_EXEC not in user:
+            env.append(env_var(ENV_I_MPI_HYDRA_BOOTSTRAP_EXEC, KUBEXEC_PATH))
+        return env
+
+    def customize_pod(
+        self, job: TrainingJob, rtype: str, index: int, pod: dict[str, Any], topology: Topology
+    ) -> None:
+        if rtype == LAUNCHER:
+            self._customize_launcher(job, pod, topology)
+        elif rtype == WORKER:
+            self._customize_worker(job, pod)
+
+    def _customize_worker(self, job: TrainingJob, pod: dict[str, Any]) -> None:
+        spec = pod_spec_for_write(pod)
+        containers = list(spec.get("containers") or [])
+        if not containers:
+            return  # validation (§2.4) rejects this before any pod is built
+        first = dict(containers[0])
+        if not first.get("command"):
+            first["command"], first["args"] = list(WORKER_DEFAULT_COMMAND), list(WORKER_DEFAULT_ARGS)
+        # Open MPI checks the agent's path on every rank, so workers mount kubexec.sh too.
+        first["volumeMounts"] = [
+            *(first.get("volumeMounts") or []),
+            {"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH},
+        ]
+        containers[0] = first
+        spec["containers"] = containers
+        spec["volumes"] = [
+            *(spec.get("volumes") or []),
+            {
+                "name": CONFIG_VOLUME,
+                "configMap": {
+                    "name": config_map_name(job),
+                    "items": [{"key": KUBEXEC_SCRIPT, "path": KUBEXEC_SCRIPT, "mode": SCRIPT_MODE}],
+                },
+            },
+        ]
+
+    def _customize_launcher(self, job: TrainingJob, pod: dict[str, Any], topology: Topology) -> None:
+        labels = (pod.get("metadata") or {}).get("labels")
+        if isinstance(labels, dict) and LABEL_REPLICA_INDEX in labels:
+            pod["metadata"]["labels"] = {k: v for k, v in labels.items() if k != LABEL_REPLICA_INDEX}
+        spec = pod_spec_for_write(pod)
+        if not spec.get("serviceAccountName"):
+            spec["serviceAccountName"] = launcher_name(job)
+        mounts = [
+            {"name": KUBECTL_VOLUME, "mountPath": KUBECTL_MOUNT_PATH},
+            {"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH},
+        ]
+        spec["initContainers"] = [*(spec.get("initContainers") or []), self.build_delivery_container(job)]
+        containers = list(spec.get("containers") or [])
+        if containers:
+            first = dict(containers[0])
+            first["env"] = [*(first.get("env") or []), *self.build_env(job, LAUNCHER, 0, topology)]
+            first["volumeMounts"] = [*(first.get("volumeMounts") or []), *mounts]
+            containers[0] = first
+            spec["containers"] = containers
+        spec["volumes"] = [
+            *(spec.get("volumes") or []),
+            {"name": KUBECTL_VOLUME, "emptyDir": {}},
+            {
+                "name": CONFIG_VOLUME,
+                "configMap": {
+                    "name": config_map_name(job),
+                    "items": [
+                        {"key": KUBEXEC_SCRIPT, "path": KUBEXEC_SCRIPT, "mode": SCRIPT_MODE},
+                        {"key": HOSTFILE, "path": HOSTFILE, "mode": HOSTFILE_MODE},
+                        {"key": DISCOVER_HOSTS_SCRIPT, "path": DISCOVER_HOSTS_SCRIPT, "mode": SCRIPT_MODE},
+                    ],
+                },
+            },
+        ]
+
+    def build_delivery_container(self, job: TrainingJob) -> dict[str, Any]:
+        """``kubectl-delivery``: copies a kubectl binary into the shared ``/opt/kube`` before mpirun."""
+        resources = {"cpu": "100m", "memory": "512Mi", "ephemeral-storage": "5Gi"}
+        return {
+            "name": KUBECTL_DELIVERY_NAME,
+            "image": self.kubectl_delivery_image,
+            "imagePullPolicy": "IfNotPresent",
+            "env": [
+                env_var(ENV_KUBECTL_TARGET_DIR, KUBECTL_MOUNT_PATH),
+                env_var(ENV_DELIVERY_NAMESPACE, job.namespace),
+            ],
+            "volumeMounts": [
+                {"name": KUBECTL_VOLUME, "mountPath": KUBECTL_MOUNT_PATH},
+                {"name": CONFIG_VOLUME, "mountPath": CONFIG_MOUNT_PATH},
+            ],
+            "resources": {"limits": dict(resources), "requests": dict(resources)},
+        }
+
+    def build_extra_objects(
+        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
+    ) -> list[dict[str, Any]]:
+        """ServiceAccount, ConfigMap ``<job>-config``, Role and RoleBinding ``<job>-launcher``, in the
+        order upstream ensures them; [] once the launcher has finished (upstream stops touching them
+        then). Objects to create or update, never a request to delete anything missing."""
+        launcher = _find_pod(pods, launcher_name(job))
+        if _phase(launcher) in ("Succeeded", "Failed"):
+            return []
+        return [
+            build_service_account(job),
+            build_config_map(job, pods),
+            build_role(job),
+            build_role_binding(job),
+        ]
+
+    # -- status --
+    def compute_conditions(
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+    ) -> list[ConditionUpdate]:
+        """§4.4 MPI: first the events of upstream's MPI status helper (its conditions land on a copy
+        that is discarded, §9.6, so ``set_condition=False``), then the generic loop: Launcher running →
+        Running, Launcher done → Succeeded (stop), any failed pod → Restarting under ExitCode, else
+        Failed with reason ``MPIJobMPIJobFailed``."""
+        out = self._helper_events(job, pods)
+        for rtype in self.status_order(job):
+            c = self.counts_for(counts, rtype, job.replica_specs.get(rtype))
+            if rtype == LAUNCHER:
+                if c.active > 0:
+                    out.append(running_update(job, namespaced=False))
+                if c.expected == 0:
+                    out.append(succeeded_update(job, namespaced=False))
+                    return out
+            if c.failed > 0:
+                if c.restart_policy == RESTART_EXIT_CODE:
+                    out.append(restarting_update(job, c.failed, rtype))
+                else:
+                    out.append(failed_update(job, c.failed, rtype, reason=f"{job.kind}{job.kind}Failed"))
+        return out
+
+    def _helper_events(self, job: TrainingJob, pods: list[dict[str, Any]]) -> list[ConditionUpdate]:
+        out: list[ConditionUpdate] = []
+        ref = f"{job.namespace}/{job.name}"
+        launcher = _find_pod(pods, launcher_name(job))
+        phase = _phase(launcher)
+        if phase == "Succeeded":
+            out.append(_event_only("Normal", "mpijobsSucceeded", f"MPIJob {ref} successfully completed."))
+        elif phase == "Failed":
+            reason = str(((launcher or {}).get("status") or {}).get("reason") or "MPIJobFailed")
+            out.append(_event_only("Warning", reason, f"MPIJob {ref} has failed"))
+        done = phase in ("Succeeded", "Failed")
+        # Upstream looks at workers only while the launcher is unfinished: indices 0..replicas-1, a
+        # missing pod counting as not running.
+        n = 0 if done else replicas_of(job, WORKER, default=0)
+        workers = {pod_index(p): p for p in pods_of(pods, job, WORKER)}
+        in_range = [workers.get(i) for i in range(n)]
+        evicted = sum(
+            1
+            for p in in_range
+            if _phase(p) == "Failed" and ((p or {}).get("status") or {}).get("reason") == "Evicted"
+        )
+        if evicted:
+            out.append(_event_only("Warning", "MPIJobEvicted", f"{evicted}/{n} workers are evicted"))
+        if phase == "Running" and all(_phase(p) == "Running" for p in in_range):
+            out.append(_event_only("Normal", "MPIJobRunning", f"MPIJob {ref} is running"))
+        return out
+
+
+def _event_only(type_: str, reason: str, message: str) -> ConditionUpdate:
+    return ConditionUpdate(
+        type="",
+        reason=reason,
+        message=message,
+        event="Normal" if type_ == "Normal" else "Warning",
+        set_condition=False,
+    )

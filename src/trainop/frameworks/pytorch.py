@@ -1,0 +1,252 @@
+"""PyTorchJob plugin: torchrun's env (§3.4), the ``init-pytorch`` wait-for-master init container, the
+elastic HPA, and the success/failure rule of §4.4 (with and without Master, elastic shortcut).
+
+Addresses come from the Topology, so the same env is right on Kubernetes and on the local backend.
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from trainop.api.common import TrainingJob
+from trainop.api.constants import (
+    API_VERSION,
+    ENV_MASTER_ADDR,
+    ENV_MASTER_PORT,
+    ENV_PET_MASTER_ADDR,
+    ENV_PET_MASTER_PORT,
+    ENV_PET_MAX_RESTARTS,
+    ENV_PET_NNODES,
+    ENV_PET_NODE_RANK,
+    ENV_PET_NPROC_PER_NODE,
+    ENV_PET_RDZV_BACKEND,
+    ENV_PET_RDZV_CONF,
+    ENV_PET_RDZV_ENDPOINT,
+    ENV_PET_RDZV_ID,
+    ENV_PET_STANDALONE,
+    ENV_RANK,
+    ENV_WORLD_SIZE,
+)
+from trainop.api.kinds import ElasticPolicy, PyTorchJobSpec
+from trainop.core.topology import Topology
+from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
+from trainop.frameworks.generic import (
+    BasePlugin,
+    env_var,
+    generic_failure,
+    owner_reference,
+    peer_port,
+    pod_spec_for_write,
+    python_unbuffered,
+    replicas_of,
+    running_update,
+    succeeded_update,
+    total_replicas,
+)
+
+MASTER = "Master"
+WORKER = "Worker"
+
+# Operator flags of §6.4, as defaults of the plugin object.
+DEFAULT_INIT_CONTAINER_IMAGE = "alpine:3.10"
+DEFAULT_INIT_CONTAINER_MAX_TRIES = 100
+INIT_CONTAINER_NAME = "init-pytorch"
+DEFAULT_RDZV_BACKEND = "c10d"
+
+
+def _spec(job: TrainingJob) -> PyTorchJobSpec:
+    assert isinstance(job.spec, PyTorchJobSpec), f"not a PyTorchJob: {job.kind}"
+    return job.spec
+
+
+def nproc_per_node_int(spec: PyTorchJobSpec) -> int:
+    """``P`` of §3.4: int(nprocPerNode), or 1 when unset or not an integer (``auto``, ``gpu``...)."""
+    try:
+        return int(spec.nproc_per_node) if spec.nproc_per_node is not None else 1
+    except ValueError:
+        return 1
+
+
+def build_wait_for_master_script(master_addr: str, max_tries: int) -> str:
+    """Shell for ``init-pytorch``: look the master up by name, up to ``max_tries`` times, 2 s apart."""
+    return (
+        f"tries=0; "
+        f'until nslookup "{master_addr}"; do '
+        f"tries=$((tries + 1)); "
+        f'if [ "$tries" -ge {max_tries} ]; then echo "master {master_addr} not found"; exit 1; fi; '
+        f"echo waiting for master; sleep 2; "
+        f"done"
+    )
+
+
+class PyTorchPlugin(BasePlugin):
+    kind: ClassVar[str] = "PyTorchJob"
+
+    def __init__(
+        self,
+        init_container_image: str = DEFAULT_INIT_CONTAINER_IMAGE,
+        init_container_max_tries: int = DEFAULT_INIT_CONTAINER_MAX_TRIES,
+    ) -> None:
+        super().__init__()
+        # --pytorch-init-container-image / --pytorch-init-container-max-tries (§6.4).
+        self.init_container_image = init_container_image
+        self.init_container_max_tries = init_container_max_tries
+
+    def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
+        # §3.1: Master-0 when a Master spec exists, else Worker-0.
+        if MASTER in job.replica_specs:
+            return rtype == MASTER and index == 0
+        return rtype == WORKER and index == 0
+
+    def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:
+        """§3.4, in upstream's order: PYTHONUNBUFFERED; with a Master MASTER_PORT, PET_MASTER_PORT,
+        MASTER_ADDR, PET_MASTER_ADDR, WORLD_SIZE, RANK, PET_NODE_RANK; PET_NPROC_PER_NODE; then either
+        the elastic PET_RDZV_* block or PET_NNODES=N."""
+        spec = _spec(job)
+        n = total_replicas(job)
+        env = [python_unbuffered()]
+        if MASTER in job.replica_specs:
+            port = str(peer_port(job, topology, self.info, MASTER, 0))
+            addr = topology.host(job, MASTER, 0)
+            rank = index + 1 if rtype == WORKER else index
+            env += [
+                env_var(ENV_MASTER_PORT, port),
+                env_var(ENV_PET_MASTER_PORT, port),
+                env_var(ENV_MASTER_ADDR, addr),
+                env_var(ENV_PET_MASTER_ADDR, addr),
+                env_var(ENV_WORLD_SIZE, str(n * nproc_per_node_int(spec))),
+                env_var(ENV_RANK, str(rank)),
+                env_var(ENV_PET_NODE_RANK, str(rank)),
+            ]
+        if spec.nproc_per_node is not None:
+            env.append(env_var(ENV_PET_NPROC_PER_NODE, spec.nproc_per_node))
+        if spec.elastic_policy is not None:
+            env += self._elastic_env(job, spec.elastic_policy, topology)
+        else:
+            env.append(env_var(ENV_PET_NNODES, str(n)))
+        return env
+
+    def _elastic_env(self, job: TrainingJob, ep: ElasticPolicy, topology: Topology) -> list[dict[str, Any]]:
+        # An explicit rdzvHost/rdzvPort is the user's choice and is used as written on both backends.
+        host = ep.rdzv_host if ep.rdzv_host is not None else topology.host(job, WORKER, 0)
+        port = ep.rdzv_port if ep.rdzv_port is not None else peer_port(job, topology, self.info, WORKER, 0)
+        env = [
+            env_var(ENV_PET_RDZV_ENDPOINT, f"{host}:{port}"),
+            env_var(ENV_PET_RDZV_BACKEND, ep.rdzv_backend or DEFAULT_RDZV_BACKEND),
+            env_var(ENV_PET_NNODES, self._nnodes(job, ep)),
+        ]
+        if ep.max_restarts is not None:
+            env.append(env_var(ENV_PET_MAX_RESTARTS, str(ep.max_restarts)))
+        if ep.n_proc_per_node is not None:  # deprecated since v1.7, still honoured
+            env.append(env_var(ENV_PET_NPROC_PER_NODE, str(ep.n_proc_per_node)))
+        if ep.rdzv_id is not None:
+            env.append(env_var(ENV_PET_RDZV_ID, ep.rdzv_id))
+        if ep.rdzv_conf:
+            conf = ",".join(f"{c.key or ''}={c.value or ''}" for c in ep.rdzv_conf)
+            env.append(env_var(ENV_PET_RDZV_CONF, conf))
+        if ep.standalone:
+            env.append(env_var(ENV_PET_STANDALONE, ""))
+        return env
+
+    @staticmethod
+    def _nnodes(job: TrainingJob, ep: ElasticPolicy) -> str:
+        # Defaulting fills min and max (§1.4 step 6); for an undefaulted job keep upstream's fallbacks.
+        lo, hi = ep.min_replicas, ep.max_replicas
+        if lo is None and hi is None:
+            return str(replicas_of(job, WORKER))
+        lo = lo if lo is not None else hi
+        hi = hi if hi is not None else lo
+        return f"{lo}:{hi}"
+
+    def customize_pod(
+        self, job: TrainingJob, rtype: str, index: int, pod: dict[str, Any], topology: Topology
+    ) -> None:
+        super().customize_pod(job, rtype, index, pod, topology)
+        # §3.4: Worker pods wait for the master's name to resolve, only when a Master exists.
+        if rtype == WORKER and MASTER in job.replica_specs:
+            spec = pod_spec_for_write(pod)
+            spec["initContainers"] = [
+                *(spec.get("initContainers") or []),
+                self.build_init_container(topology.host(job, MASTER, 0)),
+            ]
+
+    def build_init_container(self, master_addr: str) -> dict[str, Any]:
+        return {
+            "name": INIT_CONTAINER_NAME,
+            "image": self.init_container_image,
+            "imagePullPolicy": "IfNotPresent",
+            "resources": {
+                "limits": {"cpu": "100m", "memory": "20Mi"},
+                "requests": {"cpu": "50m", "memory": "10Mi"},
+            },
+            "command": ["sh", "-c", build_wait_for_master_script(master_addr, self.init_container_max_tries)],
+        }
+
+    def build_extra_objects(
+        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
+    ) -> list[dict[str, Any]]:
+        """The elastic HPA (§3.4) when ``elasticPolicy.metrics`` is set; nothing otherwise."""
+        hpa = build_hpa(job)
+        return [hpa] if hpa is not None else []
+
+    def compute_conditions(
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+    ) -> list[ConditionUpdate]:
+        """§4.4 PyTorch: with a Master, Master running → Running and Master done → Succeeded (and stop,
+        workers ignored); without, Worker done (or, elastic, any Worker succeeded) → Succeeded, else
+        Worker running → Running. Every type then checks the generic failure rule."""
+        elastic = _spec(job).elastic_policy is not None
+        return compute_master_or_worker_conditions(self, job, counts, elastic_shortcut=elastic)
+
+
+def compute_master_or_worker_conditions(
+    plugin: BasePlugin, job: TrainingJob, counts: Mapping[str, ReplicaCounts], *, elastic_shortcut: bool
+) -> list[ConditionUpdate]:
+    """The status loop PyTorch and Paddle share (§4.4)."""
+    out: list[ConditionUpdate] = []
+    has_master = MASTER in job.replica_specs
+    for rtype in plugin.status_order(job):
+        c = plugin.counts_for(counts, rtype, job.replica_specs.get(rtype))
+        if has_master:
+            if rtype == MASTER:
+                if c.active > 0:
+                    out.append(running_update(job, namespaced=False))
+                if c.expected == 0:
+                    out.append(succeeded_update(job, namespaced=False))
+                    return out  # upstream returns here: nothing after a Master success is looked at
+        elif rtype == WORKER:
+            if c.expected == 0 or (elastic_shortcut and c.succeeded > 0):
+                out.append(succeeded_update(job, namespaced=True))
+            elif c.active > 0:
+                out.append(running_update(job, namespaced=True))
+        out += generic_failure(job, rtype, c)
+    return out
+
+
+def build_hpa(job: TrainingJob) -> dict[str, Any] | None:
+    """autoscaling/v2 HorizontalPodAutoscaler ``<job>`` scaling the job between the elastic bounds."""
+    ep = _spec(job).elastic_policy
+    if ep is None or ep.metrics is None:
+        return None
+    spec: dict[str, Any] = {
+        "scaleTargetRef": {"kind": job.kind, "name": job.name, "apiVersion": API_VERSION},
+    }
+    if ep.min_replicas is not None:
+        spec["minReplicas"] = ep.min_replicas
+    spec["maxReplicas"] = ep.max_replicas if ep.max_replicas is not None else ep.min_replicas
+    spec["metrics"] = ep.metrics
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "ownerReferences": [owner_reference(job)],
+        },
+        "spec": spec,
+    }
+
+
+__all__ = ["PyTorchPlugin", "build_hpa", "build_wait_for_master_script"]
