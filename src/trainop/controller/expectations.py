@@ -31,7 +31,9 @@ class Expectations(Generic[K]):
         self._pending: dict[K, _Pending] = {}
         self.ttl = ttl
 
-    def expect(self, key: K, *, now: float, adds: Iterable[ObjRef] = (), deletes: Iterable[ObjRef] = ()) -> None:
+    def expect(
+        self, key: K, *, now: float, adds: Iterable[ObjRef] = (), deletes: Iterable[ObjRef] = ()
+    ) -> None:
         adds, deletes = set(adds), set(deletes)
         if not adds and not deletes:
             return

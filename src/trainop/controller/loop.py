@@ -86,7 +86,13 @@ class Controller(Generic[K]):
         except Exception as exc:  # any failure: back off and retry, the loop must survive
             delay = self.queue.add_rate_limited(key)
             self._metrics.observe(key, "error", self._clock() - t0)
-            log.warning("reconcile %s failed (retry in %.3fs): %s", key, delay, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            log.warning(
+                "reconcile %s failed (retry in %.3fs): %s",
+                key,
+                delay,
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
             return
         self.queue.forget(key)
         if result.requeue_after is not None:

@@ -58,7 +58,7 @@ class ExponentialBackoff(Generic[K]):
         n = self.failures.get(key, 0)
         self.failures[key] = n + 1
         # 2**n overflows float long after the cap is reached; stop the exponent early.
-        return min(self.cap, self.base * (2 ** min(n, 64)))
+        return min(self.cap, self.base * float(2 ** min(n, 64)))
 
     def forget(self, key: K) -> None:
         self.failures.pop(key, None)

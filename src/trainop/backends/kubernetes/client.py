@@ -17,7 +17,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx2 as httpx
 from lightkube import AsyncClient
@@ -31,7 +30,9 @@ PRIORITY_STATUS = 1  # job status writes
 PRIORITY_READ = 2  # lists, watches, gets
 PRIORITY_EVENT = 3  # Events are best effort (client-go also drops them under pressure)
 
-_priority: contextvars.ContextVar[int] = contextvars.ContextVar("trainop_request_priority", default=PRIORITY_READ)
+_priority: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "trainop_request_priority", default=PRIORITY_READ
+)
 
 # Defaults raised from upstream's 20/30 (§6.4): one reconcile of a 1+3 PyTorchJob makes ~9 writes, so
 # 20 QPS caps the operator at ~2 jobs/s. client-go-based controllers of the same era ship 50/100 and
@@ -168,7 +169,9 @@ def build_client(
 ) -> KubeClient:
     """An AsyncClient whose every request goes through the QPS/burst token bucket."""
     if config.user is None:
-        raise ValueError(f"kubeconfig context {config.context_name!r} names no user: add one (token or client certificate)")
+        raise ValueError(
+            f"kubeconfig context {config.context_name!r} names no user: add one (token or client certificate)"
+        )
     ssl_ctx = client_adapter.verify_cluster(config.cluster, config.user, config.abs_file)
     inner = httpx.AsyncHTTPTransport(
         verify=ssl_ctx,

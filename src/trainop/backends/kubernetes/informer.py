@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightkube.core.client import ALL_NS
+from lightkube.core.generic_client import ALL_NS
 from lightkube.types import OnErrorAction, OnErrorResult
 
 from trainop.backends.kubernetes.client import PRIORITY_READ, KubeClient, api_status_code, request_priority
@@ -212,7 +212,9 @@ class Informer:
             old = self.store.upsert(obj)
             if old is None:
                 self._emit_add(obj)
-            elif old.get("metadata", {}).get("resourceVersion") != obj.get("metadata", {}).get("resourceVersion"):
+            elif old.get("metadata", {}).get("resourceVersion") != obj.get("metadata", {}).get(
+                "resourceVersion"
+            ):
                 self._emit_update(old, obj)
         return rv
 

@@ -25,10 +25,11 @@ Resource = type[GenericNamespacedResource] | type[GenericGlobalResource]
 def _private(base: type[Any], group: str, version: str, kind: str, plural: str) -> Any:
     # Built outside lightkube's global registry on purpose: registering "v1/Pod" there would shadow
     # lightkube's typed Pod for any other code in the process that loads YAML through lightkube.
-    cls = type(kind, (base,), {"_api_info": create_api_info(group, version, kind, plural)})
+    info = create_api_info(group, version, kind, plural)
+    cls: Any = type(kind, (base,), {"_api_info": info})
     status_info = lkres.ApiInfo(
-        resource=cls._api_info.resource,
-        parent=cls._api_info.resource,
+        resource=info.resource,
+        parent=info.resource,
         plural=plural,
         verbs=["get", "patch", "put"],
         action="status",
@@ -78,4 +79,6 @@ def resource_for_kind(kind: str) -> Any:
         return OWNED_RESOURCES[kind]
     if kind in JOB_RESOURCES:
         return JOB_RESOURCES[kind]
-    raise KeyError(f"trainop does not manage objects of kind {kind!r} (known: {', '.join([*OWNED_RESOURCES, *JOB_RESOURCES])})")
+    raise KeyError(
+        f"trainop does not manage objects of kind {kind!r} (known: {', '.join([*OWNED_RESOURCES, *JOB_RESOURCES])})"
+    )

@@ -1,0 +1,165 @@
+"""The operator's view of the cluster: one informer per enabled job kind and per owned object kind.
+
+Owned objects are selected server-side by label (so unrelated pods never reach memory): pods and
+Services by ``training.kubeflow.org/operator-name`` in the enabled controllers' names; MPI's
+ConfigMaps, ServiceAccounts, Roles and RoleBindings by the existence of ``app`` and then kept only if
+an MPIJob controls them. Every change is mapped to the key of the job that controls the object
+(contract §6.1: the controller ref must resolve to the cached job's uid). I/O adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from lightkube import operators
+
+from trainop.api.constants import API_VERSION, LABEL_APP, LABEL_OPERATOR_NAME
+from trainop.api.kinds import KIND_INFO
+from trainop.backends.kubernetes import resources as r
+from trainop.backends.kubernetes.client import KubeClient
+from trainop.backends.kubernetes.informer import Handlers, Informer, Obj, controller_ref, strip_managed_fields
+
+JobKey = tuple[str, str, str]  # (kind, namespace, name)
+
+MPI_EXTRA_KINDS = ("ConfigMap", "ServiceAccount", "Role", "RoleBinding")
+
+# (job key, Kubernetes kind of the owned object, its name, "add" | "update" | "delete")
+OwnedChange = Callable[[JobKey, str, str, str], None]
+
+
+def job_key_of(obj: Obj) -> JobKey:
+    meta = obj.get("metadata") or {}
+    return (str(obj.get("kind")), meta.get("namespace") or "", meta.get("name") or "")
+
+
+def owner_job_key(obj: Obj, kinds: set[str]) -> tuple[JobKey, str] | None:
+    """(key, uid) of the job controlling ``obj``, if a kubeflow.org/v1 job of an enabled kind does."""
+    ref = controller_ref(obj)
+    if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") not in kinds:
+        return None
+    ns = (obj.get("metadata") or {}).get("namespace") or ""
+    return (str(ref["kind"]), ns, str(ref.get("name"))), str(ref.get("uid"))
+
+
+def _only_mpi_owned(obj: Obj) -> Obj | None:
+    ref = controller_ref(obj)
+    if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") != "MPIJob":
+        return None
+    return strip_managed_fields(obj)
+
+
+class ClusterCache:
+    def __init__(self, client: KubeClient, kinds: list[str], *, namespace: str | None = None) -> None:
+        unknown = [k for k in kinds if k not in KIND_INFO]
+        if unknown:
+            raise ValueError(f"unknown job kinds {unknown}; known: {sorted(KIND_INFO)}")
+        self.kinds = list(kinds)
+        self.namespace = namespace or None
+        self.jobs: dict[str, Informer] = {
+            kind: Informer(client, r.JOB_RESOURCES[kind], namespace=self.namespace, name=kind)
+            for kind in kinds
+        }
+        controllers = sorted(KIND_INFO[k].controller_name for k in kinds)
+        selector = {LABEL_OPERATOR_NAME: operators.in_(controllers)}
+        self.owned: dict[str, Informer] = {
+            "Pod": Informer(client, r.Pod, namespace=self.namespace, labels=selector, name="Pod"),
+            "Service": Informer(client, r.Service, namespace=self.namespace, labels=selector, name="Service"),
+        }
+        if "MPIJob" in kinds:
+            for kind in MPI_EXTRA_KINDS:
+                self.owned[kind] = Informer(
+                    client,
+                    r.OWNED_RESOURCES[kind],
+                    namespace=self.namespace,
+                    labels={LABEL_APP: operators.exists()},
+                    transform=_only_mpi_owned,
+                    name=kind,
+                )
+
+    def informers(self) -> list[Informer]:
+        return [*self.jobs.values(), *self.owned.values()]
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            for inf in self.informers():
+                tg.create_task(inf.run(), name=f"informer-{inf.name}")
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(inf.synced.wait() for inf in self.informers()))
+
+    @property
+    def synced(self) -> bool:
+        return all(inf.synced.is_set() for inf in self.informers())
+
+    # --- reads ---------------------------------------------------------------------------------
+    def get_job(self, key: JobKey) -> Obj | None:
+        kind, ns, name = key
+        inf = self.jobs.get(kind)
+        return inf.store.get(ns, name) if inf else None
+
+    def job_keys(self) -> list[JobKey]:
+        return [(kind, ns, name) for kind, inf in self.jobs.items() for (ns, name) in inf.store.objects]
+
+    def owned_objects(self, uid: str) -> dict[str, list[Obj]]:
+        return {kind: inf.store.owned_by(uid) for kind, inf in self.owned.items()}
+
+    def remember_written_job(self, obj: Obj) -> None:
+        inf = self.jobs.get(str(obj.get("kind")))
+        if inf is not None:
+            inf.put_newer(obj)
+
+    # --- change routing ---------------------------------------------------------------------------
+    def subscribe(self, enqueue: Callable[[JobKey], None], on_owned: OwnedChange | None = None) -> None:
+        """Call ``enqueue(job key)`` on every change of a job or of an object a job controls."""
+        kinds = set(self.kinds)
+
+        def job_changed(obj: Obj, *_: Obj) -> None:
+            enqueue(job_key_of(obj))
+
+        def job_updated(old: Obj, new: Obj) -> None:
+            enqueue(job_key_of(new))
+
+        for inf in self.jobs.values():
+            inf.add_handlers(Handlers(on_add=job_changed, on_update=job_updated, on_delete=job_changed))
+
+        def owned_handler(kind: str, change: str) -> Callable[..., None]:
+            def handle(*objs: Obj) -> None:
+                obj = objs[-1]
+                if change == "update" and (objs[0].get("metadata") or {}).get("resourceVersion") == (
+                    obj.get("metadata") or {}
+                ).get("resourceVersion"):
+                    return  # resync without a change
+                owner = owner_job_key(obj, kinds)
+                if owner is None:
+                    return
+                key, uid = owner
+                job = self.get_job(key)
+                # An object whose owner uid is not the cached job's belongs to a deleted namesake.
+                if job is not None and (job.get("metadata") or {}).get("uid") != uid:
+                    return
+                name = (obj.get("metadata") or {}).get("name") or ""
+                if on_owned is not None:
+                    on_owned(key, kind, name, change)
+                if job is not None:
+                    enqueue(key)
+
+            return handle
+
+        for kind, inf in self.owned.items():
+            inf.add_handlers(
+                Handlers(
+                    on_add=owned_handler(kind, "add"),
+                    on_update=owned_handler(kind, "update"),
+                    on_delete=owned_handler(kind, "delete"),
+                )
+            )
+
+
+def job_uid(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def as_plain(obj: Any) -> Obj:
+    return dict(obj)

@@ -1,0 +1,79 @@
+"""Reconcile one job: observe it through a backend, ask the pure core for a Plan, hand the Plan back.
+
+The backend (Kubernetes here; anything that can observe and apply) owns all I/O; this owns the order
+of the steps and the clock. Backend-agnostic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from datetime import UTC, datetime
+from typing import Protocol
+
+from trainop.controller.loop import Result
+from trainop.core.observed import Observed
+from trainop.core.plan import Plan
+from trainop.core.topology import Topology
+from trainop.frameworks.base import FrameworkPlugin
+
+
+class JobBackend(Protocol):
+    def pending(self, key: tuple[str, str, str]) -> float | None:
+        """Seconds to wait before this job may be reconciled (its last writes are not visible yet)."""
+        ...
+
+    def observe(self, key: tuple[str, str, str]) -> Observed | None:
+        """The job and what it owns, or None when there is nothing to reconcile (gone, being deleted)."""
+        ...
+
+    async def apply(self, key: tuple[str, str, str], observed: Observed, plan: Plan) -> None: ...
+
+
+ReconcileFn = Callable[[object, Observed, FrameworkPlugin, Topology, datetime], Plan]
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class JobReconciler:
+    """``key`` is (kind, namespace, name)."""
+
+    def __init__(
+        self,
+        backend: JobBackend,
+        plugins: Callable[[str], FrameworkPlugin],
+        topology: Topology,
+        *,
+        reconcile_fn: ReconcileFn | None = None,
+        now: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        if reconcile_fn is None:
+            from trainop.core.reconcile import reconcile as core_reconcile
+
+            reconcile_fn = core_reconcile  # type: ignore[assignment]
+        assert reconcile_fn is not None
+        self.backend = backend
+        self.plugins = plugins
+        self.topology = topology
+        self._reconcile = reconcile_fn
+        self._now = now
+
+    async def reconcile(self, key: tuple[str, str, str]) -> Result:
+        wait = self.backend.pending(key)
+        if wait is not None:
+            return Result(requeue_after=wait)
+        observed = self.backend.observe(key)
+        if observed is None:
+            return Result()
+        plan = self._reconcile(observed.job, observed, self.plugins(key[0]), self.topology, self._now())
+        if plan.skipped:
+            return Result()
+        await self.backend.apply(key, observed, plan)
+        return Result(requeue_after=plan.requeue_after)
+
+
+def describe_key(key: Hashable) -> str:
+    if isinstance(key, tuple) and len(key) == 3:
+        return f"{key[0]} {key[1]}/{key[2]}"
+    return str(key)

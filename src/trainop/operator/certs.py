@@ -1,0 +1,257 @@
+"""The webhook's TLS: a self-signed CA and serving certificate, kept in a Secret and rotated (§6.4).
+
+Mirrors upstream's built-in rotator: Secret ``training-operator-webhook-cert`` (keys ca.crt, ca.key,
+tls.crt, tls.key), CA ``training-operator-ca`` of organisation ``training-operator``, DNS name
+``<service>.<namespace>.svc``; the CA is injected as caBundle into every webhook of the
+ValidatingWebhookConfiguration. ``build_*``/``detect_*`` are pure (time passed in); the ``apply_*``
+functions do the API calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from trainop.backends.kubernetes import resources as r
+from trainop.backends.kubernetes.client import PRIORITY_WRITE, KubeClient, api_status_code, request_priority
+
+log = logging.getLogger(__name__)
+
+CA_NAME = "training-operator-ca"
+CA_ORGANIZATION = "training-operator"
+CA_VALIDITY = timedelta(days=3650)
+CERT_VALIDITY = timedelta(days=365)
+# Rotate this long before expiry (cert-controller's lookahead), so no request ever meets an expired cert.
+LOOKAHEAD = timedelta(days=90)
+
+
+@dataclass(frozen=True, slots=True)
+class CertBundle:
+    ca_cert: bytes  # PEM
+    ca_key: bytes
+    cert: bytes
+    key: bytes
+
+    def to_secret_data(self) -> dict[str, str]:
+        enc = base64.b64encode
+        return {
+            "ca.crt": enc(self.ca_cert).decode(),
+            "ca.key": enc(self.ca_key).decode(),
+            "tls.crt": enc(self.cert).decode(),
+            "tls.key": enc(self.key).decode(),
+        }
+
+    @classmethod
+    def from_secret_data(cls, data: dict[str, str] | None) -> CertBundle | None:
+        data = data or {}
+        try:
+            parts = [base64.b64decode(data[k]) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")]
+        except (KeyError, ValueError):
+            return None
+        return cls(*parts)
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def build_bundle(hosts: list[str], now: datetime) -> CertBundle:
+    """A fresh CA and a serving certificate for ``hosts`` (DNS names or IP addresses)."""
+    ca_key = _key()
+    ca_name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, CA_NAME),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, CA_ORGANIZATION),
+        ]
+    )
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(hours=1))
+        .not_valid_after(now + CA_VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = _key()
+    sans: list[x509.GeneralName] = []
+    for h in hosts:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(h)))
+        except ValueError:
+            sans.append(x509.DNSName(h))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.COMMON_NAME, hosts[0]),
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, CA_ORGANIZATION),
+                ]
+            )
+        )
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(hours=1))
+        .not_valid_after(now + CERT_VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    return CertBundle(ca.public_bytes(pem), _pem_key(ca_key), cert.public_bytes(pem), _pem_key(key))
+
+
+def detect_rotation_reason(bundle: CertBundle | None, hosts: list[str], now: datetime) -> str | None:
+    """Why ``bundle`` must be replaced (missing, unparsable, expiring, wrong hosts, not signed by its
+    CA), or None when it is good."""
+    if bundle is None:
+        return "no certificate yet"
+    try:
+        ca = x509.load_pem_x509_certificate(bundle.ca_cert)
+        cert = x509.load_pem_x509_certificate(bundle.cert)
+        serialization.load_pem_private_key(bundle.key, None)
+    except ValueError as exc:
+        return f"unreadable certificate: {exc}"
+    for c, what in ((ca, "CA"), (cert, "serving certificate")):
+        if c.not_valid_after_utc - LOOKAHEAD <= now:
+            return f"{what} expires {c.not_valid_after_utc.isoformat()}"
+        if c.not_valid_before_utc > now:
+            return f"{what} not valid before {c.not_valid_before_utc.isoformat()}"
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, Exception):
+        return "serving certificate is not signed by the CA"
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return "serving certificate has no subjectAltName"
+    have = {str(n) for n in san.get_values_for_type(x509.DNSName)} | {
+        str(n) for n in san.get_values_for_type(x509.IPAddress)
+    }
+    missing = [h for h in hosts if h not in have]
+    if missing:
+        return f"serving certificate lacks {', '.join(missing)}"
+    return None
+
+
+def build_injected_webhooks(vwc: dict[str, Any], ca_pem: bytes) -> dict[str, Any] | None:
+    """``vwc`` with every webhook's clientConfig.caBundle set to ``ca_pem``; None if nothing changes."""
+    bundle = base64.b64encode(ca_pem).decode()
+    webhooks = vwc.get("webhooks") or []
+    if all((w.get("clientConfig") or {}).get("caBundle") == bundle for w in webhooks):
+        return None
+    out = dict(vwc)
+    out["webhooks"] = [
+        {**w, "clientConfig": {**(w.get("clientConfig") or {}), "caBundle": bundle}} for w in webhooks
+    ]
+    return out
+
+
+async def apply_cert_secret(
+    client: KubeClient, *, namespace: str, name: str, hosts: list[str], now: datetime
+) -> CertBundle:
+    """Read the Secret; rotate (write) it if its certificate is missing or due. Returns the bundle in use.
+
+    The Secret normally ships empty with the manifests (so the operator needs only get/update on that
+    one name); it is created when absent, which needs the create verb."""
+    api = client.api
+    with request_priority(PRIORITY_WRITE):
+        try:
+            secret: dict[str, Any] | None = dict(await api.get(r.Secret, name, namespace=namespace))
+        except Exception as exc:
+            if api_status_code(exc) != 404:
+                raise
+            secret = None
+        current = CertBundle.from_secret_data((secret or {}).get("data"))
+        reason = detect_rotation_reason(current, hosts, now)
+        if reason is None and current is not None:
+            return current
+        log.info("webhook certificate: rotating (%s)", reason)
+        bundle = build_bundle(hosts, now)
+        if secret is None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "namespace": namespace},
+                "type": "Opaque",
+                "data": bundle.to_secret_data(),
+            }
+            try:
+                await api.create(r.Secret(body))
+            except Exception as exc:
+                if api_status_code(exc) == 409:  # another replica created it first: use theirs
+                    return await apply_cert_secret(
+                        client, namespace=namespace, name=name, hosts=hosts, now=now
+                    )
+                raise
+        else:
+            secret["data"] = bundle.to_secret_data()
+            try:
+                await api.replace(r.Secret(secret))
+            except Exception as exc:
+                if api_status_code(exc) == 409:  # another replica rotated concurrently: use theirs
+                    return await apply_cert_secret(
+                        client, namespace=namespace, name=name, hosts=hosts, now=now
+                    )
+                raise
+        return bundle
+
+
+async def apply_ca_bundle(client: KubeClient, *, name: str, ca_pem: bytes) -> bool:
+    """Inject the CA into the ValidatingWebhookConfiguration ``name``; True once it holds it."""
+    api = client.api
+    with request_priority(PRIORITY_WRITE):
+        try:
+            vwc = dict(await api.get(r.ValidatingWebhookConfiguration, name))
+        except Exception as exc:
+            if api_status_code(exc) == 404:
+                log.warning(
+                    "ValidatingWebhookConfiguration %s not found; apply manifests/ to install it", name
+                )
+                return False
+            raise
+        updated = build_injected_webhooks(vwc, ca_pem)
+        if updated is None:
+            return True
+        try:
+            await api.replace(r.ValidatingWebhookConfiguration(updated))
+        except Exception as exc:
+            if api_status_code(exc) == 409:
+                return False  # changed under us; the next check re-injects
+            raise
+        log.info("webhook: caBundle injected into %s", name)
+        return True

@@ -1,0 +1,121 @@
+"""Prometheus metrics served on ``/metrics`` (contract §6.6).
+
+Upstream's job counters with their names and labels (``training_operator_jobs_*_total`` by
+``job_namespace`` and ``framework``), plus what controller-runtime and client-go serve: work-queue
+depth, adds, latency and work duration, reconcile counts and durations, and REST requests by
+method and code. One registry per operator instance, so tests can run several in one process.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.process_collector import ProcessCollector
+
+from trainop.operator.http import Response
+
+JOB_COUNTERS = {
+    "jobs_created": "Counts number of jobs created",
+    "jobs_deleted": "Counts number of jobs deleted",
+    "jobs_successful": "Counts number of jobs successful",
+    "jobs_failed": "Counts number of jobs failed",
+    "jobs_restarted": "Counts number of jobs restarted",
+}
+
+# controller-runtime's buckets for reconcile time; client-go's exponential ones for the queue.
+RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
+                     0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
+                     40, 50, 60)  # fmt: skip
+QUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(10))
+
+QUEUE_NAME = "trainop"
+CONTROLLER_NAME = "trainop"
+
+
+class OperatorMetrics:
+    def __init__(self, *, process: bool = True) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        self.jobs = {
+            name: Counter(f"training_operator_{name}", doc, ["job_namespace", "framework"], registry=reg)
+            for name, doc in JOB_COUNTERS.items()
+        }
+        self.queue_depth = Gauge("workqueue_depth", "Current depth of workqueue", ["name"], registry=reg)
+        self.queue_adds = Counter(
+            "workqueue_adds", "Total number of adds handled by workqueue", ["name"], registry=reg
+        )
+        self.queue_retries = Counter(
+            "workqueue_retries", "Total number of retries handled by workqueue", ["name"], registry=reg
+        )
+        self.queue_latency = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            ["name"], buckets=QUEUE_BUCKETS, registry=reg,
+        )  # fmt: skip
+        self.work_duration = Histogram(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            ["name"], buckets=QUEUE_BUCKETS, registry=reg,
+        )  # fmt: skip
+        self.reconcile_total = Counter(
+            "controller_runtime_reconcile", "Total number of reconciliations per controller",
+            ["controller", "result"], registry=reg,
+        )  # fmt: skip
+        self.reconcile_errors = Counter(
+            "controller_runtime_reconcile_errors", "Total number of reconciliation errors per controller",
+            ["controller"], registry=reg,
+        )  # fmt: skip
+        self.reconcile_time = Histogram(
+            "controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per controller",
+            ["controller"], buckets=RECONCILE_BUCKETS, registry=reg,
+        )  # fmt: skip
+        self.rest_requests = Counter(
+            "rest_client_requests", "Number of HTTP requests, partitioned by status code, method, and host",
+            ["code", "method", "host"], registry=reg,
+        )  # fmt: skip
+        self.leader = Gauge(
+            "leader_election_master_status", "1 if this instance is the leader", ["name"], registry=reg
+        )
+        if process:
+            ProcessCollector(registry=reg)
+        self.queue_depth.labels(QUEUE_NAME).set(0)
+
+    # --- sinks the lower layers call -----------------------------------------------------------------
+    def count_job(self, name: str, namespace: str, framework: str) -> None:
+        counter = self.jobs.get(name)
+        if counter is not None:
+            counter.labels(job_namespace=namespace, framework=framework).inc()
+
+    def rest_hook(self, host: str):  # type: ignore[no-untyped-def]
+        def hook(method: str, code: str) -> None:
+            self.rest_requests.labels(code=code, method=method, host=host).inc()
+
+        return hook
+
+    # workqueue.QueueMetrics
+    def depth(self, n: int) -> None:
+        self.queue_depth.labels(QUEUE_NAME).set(n)
+
+    def added(self) -> None:
+        self.queue_adds.labels(QUEUE_NAME).inc()
+
+    def queued_for(self, seconds: float) -> None:
+        self.queue_latency.labels(QUEUE_NAME).observe(seconds)
+
+    def worked_for(self, seconds: float) -> None:
+        self.work_duration.labels(QUEUE_NAME).observe(seconds)
+
+    def retried(self) -> None:
+        self.queue_retries.labels(QUEUE_NAME).inc()
+
+    # loop.ReconcileMetrics
+    def observe(self, key: object, result: str, seconds: float) -> None:
+        self.reconcile_total.labels(CONTROLLER_NAME, result).inc()
+        if result == "error":
+            self.reconcile_errors.labels(CONTROLLER_NAME).inc()
+        self.reconcile_time.labels(CONTROLLER_NAME).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    async def handle(self, method: str, body: bytes) -> Response:
+        return Response(200, self.render(), "text/plain; version=0.0.4; charset=utf-8")
