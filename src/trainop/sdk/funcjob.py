@@ -7,6 +7,7 @@ local backend. Pure: takes the function's source text, never reads files or runs
 
 from __future__ import annotations
 
+import copy
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -165,17 +166,29 @@ def build_func_job(
             raise ValueError("TFJob doesn't support num_procs_per_worker")
         replicas: dict[str, Any] = {}
         if num_chief_replicas is not None:
-            replicas[constants.REPLICA_TYPE_CHIEF] = {"replicas": num_chief_replicas, "template": template}
+            replicas[constants.REPLICA_TYPE_CHIEF] = {
+                "replicas": num_chief_replicas,
+                "template": copy.deepcopy(template),
+            }
         if num_ps_replicas is not None:
-            replicas[constants.REPLICA_TYPE_PS] = {"replicas": num_ps_replicas, "template": template}
-        replicas[constants.REPLICA_TYPE_WORKER] = {"replicas": num_workers, "template": template}
+            replicas[constants.REPLICA_TYPE_PS] = {
+                "replicas": num_ps_replicas,
+                "template": copy.deepcopy(template),
+            }
+        replicas[constants.REPLICA_TYPE_WORKER] = {
+            "replicas": num_workers,
+            "template": copy.deepcopy(template),
+        }
         spec["tfReplicaSpecs"] = replicas
     elif kind == constants.PYTORCHJOB_KIND:
         if num_chief_replicas is not None or num_ps_replicas is not None:
             raise ValueError("PyTorchJob doesn't support num_chief_replicas or num_ps_replicas")
-        replicas = {constants.REPLICA_TYPE_MASTER: {"replicas": 1, "template": template}}
+        replicas = {constants.REPLICA_TYPE_MASTER: {"replicas": 1, "template": copy.deepcopy(template)}}
         if num_workers > 1:
-            replicas[constants.REPLICA_TYPE_WORKER] = {"replicas": num_workers - 1, "template": template}
+            replicas[constants.REPLICA_TYPE_WORKER] = {
+                "replicas": num_workers - 1,
+                "template": copy.deepcopy(template),
+            }
         spec["pytorchReplicaSpecs"] = replicas
         if num_procs_per_worker is not None:
             spec["nprocPerNode"] = str(num_procs_per_worker)

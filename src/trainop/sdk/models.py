@@ -24,9 +24,10 @@ from trainop.api.common import KubeModel
 def build_plain(value: Any) -> Any:
     """Any model object (ours, ``kubernetes.client``'s, lightkube's, a view) → plain Kubernetes JSON.
 
-    ``kubernetes.client`` models carry ``attribute_map`` (attribute → JSON key) and ``openapi_types``;
-    their own ``to_dict()`` keeps snake_case keys, so the map is walked instead (what upstream's
-    ``ApiClient.sanitize_for_serialization`` does before a POST). Unset (None) model fields are dropped.
+    ``kubernetes.client`` models up to client 36 carry ``attribute_map`` (attribute → JSON key) and
+    ``openapi_types``; their ``to_dict()`` keeps snake_case keys, so the map is walked instead (what
+    upstream's ``ApiClient.sanitize_for_serialization`` does before a POST). From client 37 they are
+    pydantic models whose aliases are the JSON keys. Unset (None) model fields are dropped.
     """
     if value is None or isinstance(value, str | bool | int | float):
         return value
@@ -60,10 +61,15 @@ def build_plain(value: Any) -> Any:
 
 
 def _is_foreign(value: Any) -> bool:
-    """A model object pydantic cannot validate itself (not ours, not a plain container)."""
-    if isinstance(value, BaseModel | str | bytes | Mapping | list | tuple | datetime | date) or value is None:
+    """A model object that is not ours: ``kubernetes.client`` models (plain classes up to client 36,
+    pydantic models from 37 on), lightkube dataclasses. Pydantic would reject them in our fields."""
+    if isinstance(value, KubeModel | str | bytes | Mapping | list | tuple | datetime | date) or value is None:
         return False
-    return hasattr(value, "attribute_map") or callable(getattr(value, "to_dict", None))
+    return (
+        isinstance(value, BaseModel)
+        or hasattr(value, "attribute_map")
+        or callable(getattr(value, "to_dict", None))
+    )
 
 
 def _coerce(value: Any) -> Any:
