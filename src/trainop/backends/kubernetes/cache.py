@@ -3,7 +3,8 @@
 Owned objects are selected server-side by label (so unrelated pods never reach memory): pods and
 Services by ``training.kubeflow.org/operator-name`` in the enabled controllers' names; MPI's
 ConfigMaps, ServiceAccounts, Roles and RoleBindings by the existence of ``app`` and then kept only if
-an MPIJob controls them. Every change is mapped to the key of the job that controls the object
+an MPIJob controls them; PyTorch's HPAs carry no label, so they are kept only if a PyTorchJob
+controls them. Every change is mapped to the key of the job that controls the object
 (contract §6.1: the controller ref must resolve to the cached job's uid). I/O adapter.
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from lightkube import operators
 
@@ -43,11 +43,14 @@ def owner_job_key(obj: Obj, kinds: set[str]) -> tuple[JobKey, str] | None:
     return (str(ref["kind"]), ns, str(ref.get("name"))), str(ref.get("uid"))
 
 
-def _only_mpi_owned(obj: Obj) -> Obj | None:
-    ref = controller_ref(obj)
-    if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") != "MPIJob":
-        return None
-    return strip_managed_fields(obj)
+def _only_owned_by(kind: str) -> Callable[[Obj], Obj | None]:
+    def transform(obj: Obj) -> Obj | None:
+        ref = controller_ref(obj)
+        if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") != kind:
+            return None
+        return strip_managed_fields(obj)
+
+    return transform
 
 
 class ClusterCache:
@@ -74,9 +77,18 @@ class ClusterCache:
                     r.OWNED_RESOURCES[kind],
                     namespace=self.namespace,
                     labels={LABEL_APP: operators.exists()},
-                    transform=_only_mpi_owned,
+                    transform=_only_owned_by("MPIJob"),
                     name=kind,
                 )
+        if "PyTorchJob" in kinds:
+            # elasticPolicy.metrics (§3.4); without a label to select on, filtered after decoding.
+            self.owned["HorizontalPodAutoscaler"] = Informer(
+                client,
+                r.HorizontalPodAutoscaler,
+                namespace=self.namespace,
+                transform=_only_owned_by("PyTorchJob"),
+                name="HorizontalPodAutoscaler",
+            )
 
     def informers(self) -> list[Informer]:
         return [*self.jobs.values(), *self.owned.values()]
@@ -159,7 +171,3 @@ class ClusterCache:
 
 def job_uid(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("uid") or "")
-
-
-def as_plain(obj: Any) -> Obj:
-    return dict(obj)

@@ -48,6 +48,9 @@ Role: Any = _private(GenericNamespacedResource, "rbac.authorization.k8s.io", "v1
 RoleBinding: Any = _private(
     GenericNamespacedResource, "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"
 )
+HorizontalPodAutoscaler: Any = _private(
+    GenericNamespacedResource, "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"
+)
 Lease: Any = _private(GenericNamespacedResource, "coordination.k8s.io", "v1", "Lease", "leases")
 ValidatingWebhookConfiguration: Any = _private(
     GenericGlobalResource,
@@ -70,6 +73,7 @@ OWNED_RESOURCES: dict[str, Any] = {
     "ServiceAccount": ServiceAccount,
     "Role": Role,
     "RoleBinding": RoleBinding,
+    "HorizontalPodAutoscaler": HorizontalPodAutoscaler,
 }
 
 

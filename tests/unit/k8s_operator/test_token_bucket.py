@@ -1,0 +1,74 @@
+"""The client-side QPS/burst limiter: burst first, then qps per second, higher priority first."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from trainop.backends.kubernetes.client import PRIORITY_EVENT, PRIORITY_WRITE, TokenBucket
+
+
+class FakeClock:
+    """A monotonic clock that stands still, so no token is refilled while the test looks."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.mark.parametrize(
+    ("burst", "requests", "want_immediate"),
+    [
+        pytest.param(5, 3, 3, id="under the burst: no waiting"),
+        pytest.param(5, 8, 5, id="over the burst: the rest wait"),
+    ],
+)
+def test_burst(burst: int, requests: int, want_immediate: int) -> None:
+    async def go() -> int:
+        clock = FakeClock()
+        bucket = TokenBucket(qps=1.0, burst=burst, clock=clock)
+        tasks = [asyncio.create_task(bucket.acquire()) for _ in range(requests)]
+        await asyncio.sleep(0.01)
+        done = sum(t.done() for t in tasks)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return done
+
+    assert asyncio.run(go()) == want_immediate
+
+
+def test_waiters_served_by_priority_then_arrival() -> None:
+    async def go() -> list[str]:
+        bucket = TokenBucket(qps=100.0, burst=1)
+        await bucket.acquire()  # empty the bucket: everyone below waits for refills
+        order: list[str] = []
+
+        async def want(name: str, prio: int) -> None:
+            await bucket.acquire(prio)
+            order.append(name)
+
+        await asyncio.wait_for(
+            asyncio.gather(
+                want("event-1", PRIORITY_EVENT),
+                want("pod-1", PRIORITY_WRITE),
+                want("event-2", PRIORITY_EVENT),
+                want("pod-2", PRIORITY_WRITE),
+            ),
+            5,
+        )
+        return order
+
+    assert asyncio.run(go()) == ["pod-1", "pod-2", "event-1", "event-2"]
+
+
+def test_zero_qps_means_unlimited() -> None:
+    async def go() -> bool:
+        bucket = TokenBucket(qps=0, burst=1)
+        await asyncio.wait_for(asyncio.gather(*(bucket.acquire() for _ in range(1000))), 1)
+        return True
+
+    assert asyncio.run(go())

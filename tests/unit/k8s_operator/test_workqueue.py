@@ -1,0 +1,172 @@
+"""The keyed work queue: de-duplication, one worker per key, per-key backoff, earliest timer wins."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from trainop.controller.expectations import Expectations
+from trainop.controller.loop import Controller, Result
+from trainop.controller.workqueue import ExponentialBackoff, ShutDown, WorkQueue
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize(
+    ("adds", "want"),
+    [
+        pytest.param(["a"], ["a"], id="one key"),
+        pytest.param(["a", "a", "a"], ["a"], id="a key waiting is stored once"),
+        pytest.param(["a", "b", "a", "c"], ["a", "b", "c"], id="first-add order is kept"),
+    ],
+)
+def test_dedup(adds: list[str], want: list[str]) -> None:
+    async def go() -> list[str]:
+        q: WorkQueue[str] = WorkQueue()
+        for k in adds:
+            q.add(k)
+        got = []
+        while len(q):
+            k = await q.get()
+            got.append(k)
+            q.done(k)
+        return got
+
+    assert run(go()) == want
+
+
+def test_key_added_while_processing_is_handed_out_only_after_done() -> None:
+    async def go() -> list[str]:
+        q: WorkQueue[str] = WorkQueue()
+        q.add("a")
+        k = await q.get()
+        q.add("a")  # an event arrives while "a" is reconciled
+        seen = [f"queued={len(q)}"]
+        q.done(k)
+        seen.append(f"queued={len(q)}")
+        seen.append(await q.get())
+        return seen
+
+    assert run(go()) == ["queued=0", "queued=1", "a"]
+
+
+@pytest.mark.parametrize(
+    ("failures", "want"),
+    [
+        pytest.param(1, [0.005], id="first retry after 5 ms"),
+        pytest.param(4, [0.005, 0.01, 0.02, 0.04], id="doubles per failure"),
+        pytest.param(40, 1000.0, id="capped at 1000 s"),
+    ],
+)
+def test_backoff(failures: int, want: list[float] | float) -> None:
+    b: ExponentialBackoff[str] = ExponentialBackoff()
+    got = [b.when("k") for _ in range(failures)]
+    if isinstance(want, float):
+        assert got[-1] == want
+    else:
+        assert got == pytest.approx(want)
+    b.forget("k")
+    assert b.when("k") == 0.005
+
+
+def test_earliest_timer_wins() -> None:
+    async def go() -> tuple[float | None, float | None]:
+        q: WorkQueue[str] = WorkQueue()
+        q.add_after("k", 100)
+        q.add_after("k", 0.01)
+        q.add_after("k", 50)  # later than the pending one: ignored
+        pending = q.pending_timer("k")
+        await asyncio.wait_for(q.get(), 5)
+        return pending, q.pending_timer("k")
+
+    pending, after = run(go())
+    assert pending is not None and pending <= 0.01
+    assert after is None
+
+
+def test_shutdown_wakes_waiting_workers() -> None:
+    async def go() -> str:
+        q: WorkQueue[str] = WorkQueue()
+        waiter = asyncio.create_task(q.get())
+        await asyncio.sleep(0)
+        await q.shutdown()
+        try:
+            await asyncio.wait_for(waiter, 5)
+        except ShutDown:
+            return "shut down"
+        return "not woken"
+
+    assert run(go()) == "shut down"
+
+
+class _Recorder:
+    """A reconciler that records overlapping calls per key and fails a key a set number of times."""
+
+    def __init__(self, fail: dict[str, int]) -> None:
+        self.fail = dict(fail)
+        self.active: set[str] = set()
+        self.overlaps = 0
+        self.calls: list[str] = []
+
+    async def reconcile(self, key: str) -> Result:
+        if key in self.active:
+            self.overlaps += 1
+        self.active.add(key)
+        self.calls.append(key)
+        await asyncio.sleep(0.01)
+        self.active.discard(key)
+        if self.fail.get(key, 0) > 0:
+            self.fail[key] -= 1
+            raise RuntimeError("boom")
+        return Result()
+
+
+def test_controller_never_runs_one_key_twice_at_once_and_retries_failures() -> None:
+    async def go() -> _Recorder:
+        q: WorkQueue[str] = WorkQueue()
+        rec = _Recorder(fail={"b": 2})
+        ctl = Controller(q, rec, workers=4)
+        task = asyncio.create_task(ctl.run())
+        for _ in range(5):
+            for k in ("a", "b", "c"):
+                q.add(k)
+            await asyncio.sleep(0.003)
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if rec.calls.count("b") >= 3 and not len(q) and not q.processing:
+                break
+        await q.shutdown()
+        await asyncio.wait_for(task, 5)
+        return rec
+
+    rec = run(go())
+    assert rec.overlaps == 0
+    assert rec.calls.count("b") >= 3  # two failures, then the retry that succeeds
+    assert set(rec.calls) == {"a", "b", "c"}
+
+
+@pytest.mark.parametrize(
+    ("steps", "want"),
+    [
+        pytest.param([], True, id="nothing expected"),
+        pytest.param([("expect", 0.0)], False, id="created, not seen yet"),
+        pytest.param([("expect", 0.0), ("seen-add", 1.0)], True, id="seen by the informer"),
+        pytest.param([("expect", 0.0), ("seen-delete", 1.0)], True, id="deleted before its add was seen"),
+        pytest.param([("expect", 0.0), ("now", 301.0)], True, id="expires after 5 minutes"),
+    ],
+)
+def test_expectations(steps: list[tuple[str, float]], want: bool) -> None:
+    e: Expectations[str] = Expectations()
+    now = 0.0
+    for what, t in steps:
+        now = t
+        if what == "expect":
+            e.expect("job", now=t, adds=[("Pod", "p-0")])
+        elif what == "seen-add":
+            e.observed_add("job", ("Pod", "p-0"))
+        elif what == "seen-delete":
+            e.observed_delete("job", ("Pod", "p-0"))
+    assert e.satisfied("job", now) is want
