@@ -1,0 +1,279 @@
+"""CustomResourceDefinitions for the six kinds, generated from the pydantic models (contract §1.1, §1.2).
+
+``build_crd(kind)`` and ``render_crd(kind)`` are pure. The schemas are structural; pod templates and
+other Kubernetes-owned objects are kept opaque (``x-kubernetes-preserve-unknown-fields``), so each CRD
+stays far below the 256 KiB that client-side ``kubectl apply`` can store in its annotation.
+``python -m trainop.api.crds <outdir>`` (``make crds``) writes them; that entry point is the only I/O here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainop.api.constants import GROUP, VERSION
+from trainop.api.kinds import JOB_MODELS, KIND_INFO, KindInfo
+
+HEADER = "# Generated from the trainop.api models by `make crds` (python -m trainop.api.crds); do not edit.\n"
+KUSTOMIZATION = "kustomization.yaml"
+
+# A Kubernetes resource.Quantity, as apimachinery's OpenAPI marks it.
+_QUANTITY: dict[str, Any] = {
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+    "x-kubernetes-int-or-string": True,
+}
+_OPAQUE: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+_FRAMEWORK_NAMES = {
+    "PyTorchJob": "PyTorch",
+    "TFJob": "TensorFlow",
+    "XGBoostJob": "XGBoost",
+    "MPIJob": "MPI",
+    "PaddleJob": "PaddlePaddle",
+    "JAXJob": "JAX",
+}
+
+# Descriptions for `kubectl explain`, by path (``*`` = any map key). Our wording, upstream's facts.
+_DESCRIPTIONS: dict[str, str] = {
+    "spec": "The desired state of the job.",
+    "status": "The observed state of the job, written by the operator.",
+    "spec.runPolicy": "Policies that apply to the whole job: cleanup, retries, deadlines, gang scheduling.",
+    "spec.runPolicy.cleanPodPolicy": "Which pods to delete once the job finishes: All, Running or None (the default).",
+    "spec.runPolicy.ttlSecondsAfterFinished": "Seconds after completion before the job is deleted; unset keeps it.",
+    "spec.runPolicy.activeDeadlineSeconds": "Seconds after startTime before a running job is failed.",
+    "spec.runPolicy.backoffLimit": "How many pod restarts or failures are tolerated before the job fails.",
+    "spec.runPolicy.suspend": "While true the job has no pods; setting it deletes running pods.",
+    "spec.runPolicy.managedBy": (
+        "The controller that reconciles this job: kubeflow.org/training-operator (the default) or "
+        "kueue.x-k8s.io/multikueue. Immutable."
+    ),
+    "spec.runPolicy.schedulingPolicy": "Gang-scheduling settings passed on to Volcano or scheduler-plugins.",
+    "spec.runPolicy.schedulingPolicy.queue": "The queue the job's pod group is placed in. Immutable.",
+    "spec.*ReplicaSpecs": "Replica type (for example Master, Worker) to the pods of that type.",
+    "spec.*ReplicaSpecs.*.replicas": "Number of pods of this type; defaults to 1 (MPIJob Worker: 0).",
+    "spec.*ReplicaSpecs.*.restartPolicy": (
+        "Always, OnFailure, Never or ExitCode (restart only on retryable exit codes); overrides the "
+        "template's restartPolicy."
+    ),
+    "spec.*ReplicaSpecs.*.template": "The PodTemplateSpec every pod of this type is created from.",
+    "spec.elasticPolicy": "Elastic training: the worker count may vary between minReplicas and maxReplicas.",
+    "spec.nprocPerNode": "Processes per pod for torchrun: auto, cpu, gpu or an integer. Defaults to auto.",
+    "spec.successPolicy": 'When the job succeeds: "" (chief or worker 0 finishes) or AllWorkers.',
+    "spec.enableDynamicWorker": "Lets workers join and leave (TF_CONFIG without a fixed cluster spec).",
+    "spec.slotsPerWorker": "MPI slots per worker in the hostfile; defaults to 1.",
+    "spec.cleanPodPolicy": "Deprecated: use spec.runPolicy.cleanPodPolicy, which wins when both are set.",
+    "spec.mainContainer": "The container kubectl exec targets in worker pods.",
+    "status.conditions": "The job's condition history; the last one is its current state.",
+    "status.replicaStatuses": "Pod counts per replica type.",
+}
+
+
+def build_crd(kind: str) -> dict[str, Any]:
+    """The apiextensions.k8s.io/v1 CustomResourceDefinition for ``kind``."""
+    info = KIND_INFO[kind]
+    model = JOB_MODELS[kind]
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    schema = _Converter(raw.get("$defs", {})).convert(raw, "")
+    schema["description"] = f"A {kind}: distributed {_FRAMEWORK_NAMES[kind]} training (kubeflow.org/v1)."
+    props = schema["properties"]
+    props["metadata"] = {"type": "object"}  # the API server owns ObjectMeta's schema
+    props["spec"]["required"] = [info.replica_map]  # §1.1: only the replica map is required
+    schema.pop("required", None)
+
+    state = {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"}
+    age = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
+    subresources: dict[str, Any] = {"status": {}}
+    if info.scalable:
+        subresources["scale"] = {
+            "specReplicasPath": f".spec.{info.replica_map}.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{info.plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": info.plural,
+                "singular": info.singular,
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    # §1.1: MPIJob lists Age first.
+                    "additionalPrinterColumns": [age, state] if kind == "MPIJob" else [state, age],
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": subresources,
+                }
+            ],
+        },
+    }
+
+
+def render_crd(kind: str) -> str:
+    """The CRD as YAML text: sorted keys, so the output is byte-for-byte stable."""
+    body = yaml.safe_dump(
+        build_crd(kind), sort_keys=True, default_flow_style=False, width=110, allow_unicode=True
+    )
+    return HEADER + "---\n" + body
+
+
+def crd_filename(info: KindInfo) -> str:
+    return f"{GROUP}_{info.plural}.yaml"  # upstream's file names
+
+
+def render_kustomization() -> str:
+    files = sorted(crd_filename(info) for info in KIND_INFO.values())
+    body = yaml.safe_dump(
+        {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": files},
+        sort_keys=True,
+        default_flow_style=False,
+    )
+    return HEADER + body
+
+
+def build_files() -> dict[str, str]:
+    """File name → content for the whole manifests/crds directory."""
+    files = {crd_filename(KIND_INFO[kind]): render_crd(kind) for kind in KIND_INFO}
+    files[KUSTOMIZATION] = render_kustomization()
+    return files
+
+
+class _Converter:
+    """pydantic JSON schema → a structural OpenAPI v3 schema as Kubernetes wants it: ``$ref``s inlined,
+    ``Optional`` unwrapped, every node typed, no ``additionalProperties`` beside ``properties``."""
+
+    def __init__(self, defs: dict[str, Any]) -> None:
+        self.defs = defs
+
+    def convert(self, node: dict[str, Any], path: str) -> dict[str, Any]:
+        if "$ref" in node:
+            return self.convert(self.defs[node["$ref"].rsplit("/", 1)[-1]], path)
+        if "anyOf" in node:
+            options = [o for o in node["anyOf"] if o.get("type") != "null"]
+            if len(options) != 1:
+                raise ValueError(f"{path}: a union of several types has no structural schema")
+            return self.convert(options[0], path)
+        out = self._override(path)
+        if out is None:
+            out = self._convert_typed(node, path)
+        description = _description(path)
+        if description:
+            out["description"] = description
+        return out
+
+    def _override(self, path: str) -> dict[str, Any] | None:
+        leaf = path.rsplit(".", 1)[-1]
+        if leaf == "template" and "ReplicaSpecs." in path:
+            return dict(_OPAQUE)
+        if path.endswith("schedulingPolicy.minResources"):
+            return {"type": "object", "additionalProperties": dict(_QUANTITY)}
+        if path.endswith("schedulingPolicy.queue"):
+            # §1.2: upstream's CEL transition rule, on the queue field itself.
+            return {
+                "type": "string",
+                "x-kubernetes-validations": [
+                    {
+                        "rule": "self == oldSelf",
+                        "message": "spec.runPolicy.schedulingPolicy.queue is immutable",
+                    }
+                ],
+            }
+        if path == "spec.runPolicy.suspend":
+            return {"type": "boolean", "default": False}  # §1.2: a schema default the API server persists
+        return None
+
+    def _convert_typed(self, node: dict[str, Any], path: str) -> dict[str, Any]:
+        kind = node.get("type")
+        if "const" in node or "enum" in node:
+            kind = kind or "string"
+        if kind == "object" or "properties" in node:
+            return self._convert_object(node, path)
+        if kind == "array":
+            return {"type": "array", "items": self.convert(node.get("items", {}), path + "[]")}
+        if kind == "integer":
+            out: dict[str, Any] = {"type": "integer"}
+            if "format" in node:
+                out["format"] = node["format"]
+            return out
+        if kind == "string":
+            out = {"type": "string"}
+            if node.get("format") == "date-time":
+                out["format"] = "date-time"
+            return out
+        if kind in ("boolean", "number"):
+            return {"type": kind}
+        if not node:
+            return dict(_OPAQUE)  # Any: kept as written
+        raise ValueError(f"{path}: no structural schema for {node!r}")
+
+    def _convert_object(self, node: dict[str, Any], path: str) -> dict[str, Any]:
+        props = node.get("properties")
+        if props:
+            out: dict[str, Any] = {
+                "type": "object",
+                "properties": {k: self.convert(v, f"{path}.{k}" if path else k) for k, v in props.items()},
+            }
+            required = sorted(node.get("required", []))
+            if required:
+                out["required"] = required
+            return out
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict) and extra:
+            return {"type": "object", "additionalProperties": self.convert(extra, path + ".*")}
+        return dict(_OPAQUE)  # dict[str, Any]: a Kubernetes object we do not model
+
+
+def _description(path: str) -> str | None:
+    if path in _DESCRIPTIONS:
+        return _DESCRIPTIONS[path]
+    parts = path.split(".")
+    for pattern, text in _DESCRIPTIONS.items():
+        pp = pattern.split(".")
+        if len(pp) == len(parts) and all(_match(p, q) for p, q in zip(pp, parts, strict=True)):
+            return text
+    return None
+
+
+def _match(pattern: str, part: str) -> bool:
+    if pattern == "*":
+        return True
+    if pattern.startswith("*"):
+        return part.endswith(pattern[1:])
+    return pattern == part
+
+
+def write_crds(outdir: str | Path) -> list[Path]:
+    """Write every CRD and the kustomization into ``outdir``; returns the paths written."""
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in build_files().items():
+        path = out / name
+        path.write_text(text)
+        written.append(path)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: python -m trainop.api.crds <outdir>", file=sys.stderr)
+        return 2
+    for path in write_crds(argv[0]):
+        print(f"wrote {path} ({path.stat().st_size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
