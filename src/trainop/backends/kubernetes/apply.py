@@ -110,15 +110,17 @@ class PlanApplier:
                     self._send(job, ev, out)
             if errors:
                 break  # later kinds may depend on these (MPI launcher on its Role); retry the reconcile
-        if plan.status_changed and not errors and not out.job_deleted:
+        if errors:
+            # No status, plan events or metrics: the next pass recomputes them from what now exists,
+            # so a counter is never incremented for a transition that was not written.
+            raise ApplyError(errors)
+        if plan.status_changed and not out.job_deleted:
             out.status_written = await self.write_status(job, plan)
             self._remember_job(out.status_written)
         for name in plan.metrics:
             self._count(name, job)
         for ev in plan.events:
             self._send(job, ev, out)
-        if errors:
-            raise ApplyError(errors)
         return out
 
     def _send(self, job: dict[str, Any], ev: Event, out: ApplyOutcome) -> None:

@@ -25,13 +25,6 @@ from trainop.core.plan import Event, Plan
 
 log = logging.getLogger(__name__)
 
-COND_CREATED = "Created"
-
-
-def _has_created(status: dict[str, Any] | None) -> bool:
-    return any(c.get("type") == COND_CREATED for c in (status or {}).get("conditions") or [])
-
-
 class KubernetesJobBackend:
     def __init__(
         self,
@@ -102,20 +95,8 @@ class KubernetesJobBackend:
         obj = self.cache.get_job(key)
         if obj is None:
             return
-        try:
-            out = await self.applier.apply(obj, plan)
-        except Exception:
-            raise
-        else:
-            self._expect(key, out)
-            if (
-                out.status_written is not None
-                and not _has_created(obj.get("status"))
-                and _has_created(out.status_written.get("status"))
-            ):
-                # Counted once per job, when Created is first persisted (so not again after an
-                # operator restart: a deliberate fix of quirk 11).
-                self._count_for_job("jobs_created", obj)
+        out = await self.applier.apply(obj, plan)
+        self._expect(key, out)
 
     def _expect(self, key: JobKey, out: ApplyOutcome) -> None:
         self.expectations.expect(key, now=self._clock(), adds=out.created, deletes=out.deleted)
