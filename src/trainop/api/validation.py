@@ -538,7 +538,9 @@ def _template_shape_errors(rs: ReplicaSpec, path: str) -> list[FieldError]:
                 errs.append(invalid(ppath, port, "must be an object (a ContainerPort)"))
                 continue
             number = port.get("containerPort")
-            if not isinstance(number, int) or isinstance(number, bool):
+            if number is None:
+                errs.append(FieldError(f"{ppath}.containerPort", "Required value"))
+            elif not isinstance(number, int) or isinstance(number, bool):
                 errs.append(invalid(f"{ppath}.containerPort", number, "must be an integer"))
             elif not 1 <= number <= 65535:
                 errs.append(

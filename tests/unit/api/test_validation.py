@@ -699,6 +699,15 @@ TRAINOP_CASES = [
         id="containerPort a string",
     ),
     pytest.param(
+        doc(
+            valid("TFJob").port(2222, rtype="Worker"),
+            lambda d: containers("Worker")(d)[0]["ports"][0].pop("containerPort"),
+        ),
+        None,
+        ["spec.tfReplicaSpecs[Worker].template.spec.containers[0].ports[0].containerPort: Required value"],
+        id="containerPort missing",
+    ),
+    pytest.param(
         doc(valid("TFJob").port(0, rtype="Worker")),
         None,
         [
