@@ -338,6 +338,7 @@ class PodBuilder:
         self._conditions: list[dict[str, Any]] = []
         self._pod_ip: str | None = None
         self._container_statuses = True
+        self._reason: str | None = None
 
     def pending(self) -> Self:
         self._phase, self._state = "Pending", {"waiting": {"reason": "ContainerCreating"}}
@@ -398,6 +399,11 @@ class PodBuilder:
         self._pod_ip = ip
         return self
 
+    def reason(self, reason: str) -> Self:
+        """``status.reason`` of the pod, e.g. ``Evicted``."""
+        self._reason = reason
+        return self
+
     def build(self) -> dict[str, Any]:
         # Late import: the registry is a higher layer than this module's other imports need.
         from trainop.frameworks.registry import REGISTRY
@@ -425,6 +431,8 @@ class PodBuilder:
             status["conditions"] = self._conditions
         if self._pod_ip is not None:
             status["podIP"] = self._pod_ip
+        if self._reason is not None:
+            status["reason"] = self._reason
         state = self._state if self._state is not None else {"waiting": {"reason": "ContainerCreating"}}
         if self._container_statuses:
             status["containerStatuses"] = [

@@ -1,0 +1,67 @@
+"""The registry covers the six kinds with the right static facts, and the plugins stay pure."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import trainop.frameworks
+from trainop.api.kinds import KIND_INFO
+from trainop.frameworks.registry import REGISTRY, UnknownKindError
+
+
+def test_registry_kinds_and_capabilities() -> None:
+    got = {
+        kind: (
+            REGISTRY.get(kind).info,
+            REGISTRY.get(kind).creates_services,
+            REGISTRY.get(kind).restarts_failed_pods,
+        )
+        for kind in REGISTRY.kinds()
+    }
+    want = {
+        "PyTorchJob": (KIND_INFO["PyTorchJob"], True, True),
+        "TFJob": (KIND_INFO["TFJob"], True, True),
+        "XGBoostJob": (KIND_INFO["XGBoostJob"], True, True),
+        "MPIJob": (KIND_INFO["MPIJob"], False, False),
+        "PaddleJob": (KIND_INFO["PaddleJob"], True, True),
+        "JAXJob": (KIND_INFO["JAXJob"], True, True),
+    }
+    assert got == want
+
+
+def test_unknown_kind_names_the_known_ones() -> None:
+    with pytest.raises(UnknownKindError) as err:
+        REGISTRY.get("MXJob")
+    assert err.value.args[0] == (
+        "no framework plugin for kind 'MXJob'; known kinds: PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, JAXJob"
+    )
+
+
+# Layers below frameworks, plus the standard library modules a pure module may use.
+ALLOWED_TOP = {"__future__", "collections", "copy", "dataclasses", "json", "typing", "trainop"}
+ALLOWED_TRAINOP = ("trainop.api", "trainop.core", "trainop.frameworks")
+
+
+def _imports(path: Path) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def test_frameworks_import_nothing_impure() -> None:
+    pkg = Path(trainop.frameworks.__file__).parent
+    bad = {
+        f"{path.name}: {name}"
+        for path in sorted(pkg.glob("*.py"))
+        for name in _imports(path)
+        if name.split(".")[0] not in ALLOWED_TOP
+        or (name.startswith("trainop") and not name.startswith(ALLOWED_TRAINOP))
+    }
+    assert bad == set()
