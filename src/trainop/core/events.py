@@ -1,0 +1,139 @@
+"""The events of contract §6.3, built as ``Event`` values (reasons and messages as upstream writes them).
+
+Decision events go into ``Plan.events``; create/delete outcome events ride on each action
+(``done`` / ``on_error``) so a backend reports what really happened. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from trainop.api.kinds import KindInfo
+from trainop.core.plan import ERROR_PLACEHOLDER, CreateObject, DeleteJob, DeleteObject, Event, UpdateObject
+from trainop.core.pods import compute_restart_count, detect_name, detect_uid
+
+NORMAL: Final[Literal["Normal"]] = "Normal"
+WARNING: Final[Literal["Warning"]] = "Warning"
+
+# Kinds whose TTL deletion reuses the pod-deletion reasons (§4.9).
+_TTL_POD_REASON_KINDS = frozenset({"PyTorchJob", "PaddleJob", "JAXJob"})
+
+_MPI = "MPIJob"
+_MPI_LAUNCHER = "launcher"
+
+
+def build_create_action(info: KindInfo, obj: dict[str, Any]) -> CreateObject:
+    """CreateObject with SuccessfulCreatePod/Service or FailedCreatePod/Service (§6.3); MPI's worker
+    and launcher pods use their own messages (§3.9). Other kinds of object carry no event."""
+    kind = obj.get("kind")
+    name = detect_name(obj)
+    if kind == "Pod":
+        if info.kind == _MPI and name.endswith(f"-{_MPI_LAUNCHER}"):
+            return CreateObject(
+                obj,
+                done=Event(NORMAL, "MPIJobRunning", f"launcher pod created success: {name}"),
+                on_error=Event(WARNING, "MPIJobFailed", f"launcher pod created failed: {ERROR_PLACEHOLDER}"),
+            )
+        what = "worker pod" if info.kind == _MPI else "pod"
+        return CreateObject(
+            obj,
+            done=Event(NORMAL, "SuccessfulCreatePod", f"Created {what}: {name}"),
+            on_error=Event(WARNING, "FailedCreatePod", f"Error creating: {ERROR_PLACEHOLDER}"),
+        )
+    if kind == "Service":
+        return CreateObject(
+            obj,
+            done=Event(NORMAL, "SuccessfulCreateService", f"Created service: {name}"),
+            on_error=Event(WARNING, "FailedCreateService", f"Error creating: {ERROR_PLACEHOLDER}"),
+        )
+    return CreateObject(obj)
+
+
+def build_update_action(obj: dict[str, Any]) -> UpdateObject:
+    return UpdateObject(obj)
+
+
+def build_delete_action(kind: str, name: str) -> DeleteObject:
+    """DeleteObject with SuccessfulDelete<Kind>/FailedDelete<Kind> for Pods and Services (§6.3)."""
+    if kind in ("Pod", "Service"):
+        noun = kind.lower()
+        return DeleteObject(
+            kind,
+            name,
+            done=Event(NORMAL, f"SuccessfulDelete{kind}", f"Deleted {noun}: {name}"),
+            on_error=Event(WARNING, f"FailedDelete{kind}", f"Error deleting: {ERROR_PLACEHOLDER}"),
+        )
+    return DeleteObject(kind, name)
+
+
+def build_delete_job_action(info: KindInfo, name: str) -> DeleteJob:
+    """TTL deletion (§4.9): SuccessfulDeleteJob/FailedDeleteJob, or the pod reasons for PyTorch,
+    Paddle and JAX (upstream reuses them there)."""
+    noun = "Pod" if info.kind in _TTL_POD_REASON_KINDS else "Job"
+    return DeleteJob(
+        done=Event(NORMAL, f"SuccessfulDelete{noun}", f"Deleted job: {name}"),
+        on_error=Event(WARNING, f"FailedDelete{noun}", f"Error deleting: {ERROR_PLACEHOLDER}"),
+    )
+
+
+def build_exited_event(namespace: str, pod: dict[str, Any], exit_code: int) -> Event:
+    """ExitedWithCode (§4.5). Keyed by pod uid and restart count: emitted once per termination
+    instead of on every reconcile (§9.9)."""
+    name = detect_name(pod)
+    return Event(
+        NORMAL,
+        "ExitedWithCode",
+        f"Pod: {namespace}.{name} exited with code {exit_code}",
+        key=f"ExitedWithCode/{detect_uid(pod) or name}/{compute_restart_count(pod)}",
+    )
+
+
+def build_abnormal_pod_events(pod: dict[str, Any]) -> list[Event]:
+    """Warnings for an active pod in trouble (§6.3 "abnormal pods"), keyed by their content so each
+    distinct message is emitted once (§9.9).
+
+    Containers that terminated with a non-zero code, or wait with a message; with no container
+    statuses, the newest pod condition that is not True.
+    """
+    name = detect_name(pod)
+    uid = detect_uid(pod) or name
+    status = pod.get("status") or {}
+    out: list[Event] = []
+    statuses = status.get("containerStatuses") or ()
+    if statuses:
+        for cs in statuses:
+            state = cs.get("state") or {}
+            cname = cs.get("name", "")
+            restarts = cs.get("restartCount") or 0
+            term = state.get("terminated")
+            if term is not None and (term.get("exitCode") or 0) != 0:
+                msg = (
+                    f"Error pod {name} container {cname} exitCode: {term.get('exitCode')} "
+                    f"terminated message: {term.get('message', '')}"
+                )
+                reason = str(term.get("reason") or "")
+                out.append(
+                    Event(WARNING, reason, msg, key=f"abnormal/{uid}/{cname}/{restarts}/{reason}/{msg}")
+                )
+            wait = state.get("waiting")
+            if wait is not None and wait.get("message"):
+                msg = f"Error pod {name} container {cname} waiting message: {wait['message']}"
+                reason = str(wait.get("reason") or "")
+                out.append(
+                    Event(WARNING, reason, msg, key=f"abnormal/{uid}/{cname}/{restarts}/{reason}/{msg}")
+                )
+        return out
+    latest: dict[str, Any] | None = None
+    for cond in status.get("conditions") or ():
+        if cond.get("status") == "True":
+            continue
+        # The newest by lastTransitionTime (RFC 3339 strings of one format sort by time); ties keep the first.
+        if latest is None or str(cond.get("lastTransitionTime") or "") > str(
+            latest.get("lastTransitionTime") or ""
+        ):
+            latest = cond
+    if latest is not None:
+        msg = f"Error pod {name} condition message: {latest.get('message', '')}"
+        reason = str(latest.get("reason") or "")
+        out.append(Event(WARNING, reason, msg, key=f"abnormal/{uid}/condition/{reason}/{msg}"))
+    return out

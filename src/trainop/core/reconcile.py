@@ -1,0 +1,577 @@
+"""One reconcile pass: (raw job, what the backend observed, plugin, topology, now) → Plan (contract §4).
+
+The order is upstream's (§4.3): Created; managedBy; finished → cleanup and TTL; suspended; resume;
+abnormal-pod events; backoffLimit and activeDeadlineSeconds; pods and Services per replica type; the
+kind's status rule. Pure: no I/O, no clock (``now`` is an argument), inputs are never mutated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from trainop.api.common import JobStatus, ReplicaSpec, TrainingJob
+from trainop.api.constants import (
+    COND_FAILED,
+    COND_RESTARTING,
+    COND_RUNNING,
+    COND_SUCCEEDED,
+    COND_SUSPENDED,
+    LABEL_REPLICA_TYPE,
+)
+from trainop.api.defaults import apply_defaults
+from trainop.api.validation import validate_mpi
+from trainop.core import events as ev
+from trainop.core.naming import build_owner_reference, build_selector
+from trainop.core.observed import Observed
+from trainop.core.plan import Action, Event, Plan
+from trainop.core.pods import (
+    PHASE_FAILED,
+    PHASE_RUNNING,
+    PHASE_SUCCEEDED,
+    build_pod,
+    build_service,
+    build_service_ports,
+    detect_default_container_terminated,
+    detect_deleting,
+    detect_exit_code,
+    detect_label,
+    detect_name,
+    detect_phase,
+)
+from trainop.core.policies.backoff import (
+    build_backoff_message,
+    detect_new_failure_past_limit,
+    detect_restarts_past_limit,
+)
+from trainop.core.policies.cleanup import compute_cleanup
+from trainop.core.policies.deadline import build_deadline_message, compute_deadline_remaining
+from trainop.core.policies.managed_by import detect_managed_elsewhere
+from trainop.core.policies.restart import (
+    FAIL,
+    RESTART,
+    build_exit_code_failed_message,
+    build_restarting_message,
+    detect_restart,
+)
+from trainop.core.policies.suspend import compute_suspend_deletions
+from trainop.core.policies.ttl import compute_ttl_remaining
+from trainop.core.status import (
+    FALSE,
+    TRUE,
+    build_condition,
+    build_created,
+    build_replica_status,
+    build_resumed,
+    build_suspended,
+    compute_succeeded_fixup,
+    compute_suspended_counts,
+    detect_condition,
+    detect_finished,
+    detect_true,
+    set_condition,
+)
+from trainop.core.topology import Topology
+from trainop.frameworks.base import ConditionUpdate, FrameworkPlugin, ReplicaCounts
+
+# Metric names in Plan.metrics (§6.6), as the framework plugins spell them too.
+METRIC_CREATED = "jobs_created"
+METRIC_DELETED = "jobs_deleted"
+METRIC_FAILED = "jobs_failed"
+METRIC_RESTARTED = "jobs_restarted"
+
+
+def reconcile(
+    job: TrainingJob, observed: Observed, plugin: FrameworkPlugin, topology: Topology, now: datetime
+) -> Plan:
+    """Decide everything about ``job`` for this pass. ``job`` is the stored (undefaulted) job; its
+    status is the previous status. ``now`` must be timezone-aware (UTC)."""
+    if detect_managed_elsewhere(job):
+        # §4.11: another controller owns this job; write nothing, not even Created.
+        return Plan(status=_copy_status(job.status), skipped=True)
+    return _Pass(job, observed, plugin, topology, now).run()
+
+
+def _copy_status(status: JobStatus | None) -> JobStatus:
+    """A copy the pass may edit. Shallow on purpose (a deep copy was the hot spot of a steady-state
+    pass): core replaces conditions and replica statuses, it never mutates them, so fresh containers
+    are enough to leave the job's own status untouched."""
+    if status is None:
+        return JobStatus()
+    update: dict[str, Any] = {}
+    if status.conditions is not None:
+        update["conditions"] = list(status.conditions)
+    if status.replica_statuses is not None:
+        update["replica_statuses"] = dict(status.replica_statuses)
+    return status.model_copy(update=update)
+
+
+@dataclass(slots=True)
+class _Replica:
+    """One replica type's observed pods and Services, sorted once per pass."""
+
+    rtype: str
+    spec: ReplicaSpec
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    services: list[dict[str, Any]] = field(default_factory=list)
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+class _Pass:
+    """The state of one reconcile pass; ``run`` reads top to bottom in upstream's order (§4.3)."""
+
+    def __init__(
+        self, job: TrainingJob, observed: Observed, plugin: FrameworkPlugin, topology: Topology, now: datetime
+    ) -> None:
+        self.raw = job
+        self.observed = observed
+        self.plugin = plugin
+        self.info = plugin.info
+        self.topology = topology
+        self.now = now
+        # Status timestamps are whole seconds, as the API server stores them (metav1.Time), so a status
+        # read back compares equal to the one computed here and a re-reconcile is a no-op.
+        self.stamp = now.replace(microsecond=0)
+        self.previous = job.status if job.status is not None else JobStatus()
+        self.status = _copy_status(job.status)
+        self.plan = Plan(status=self.status)
+        self.job = job  # replaced by the defaulted job once validation passed
+        self.kind = job.kind
+        self.name = job.name
+        self.replicas: dict[str, _Replica] = {}
+        self.deleted: set[tuple[str, str]] = set()
+        self.restarted = False  # the restart path recreated a pod this pass
+
+    # -- the pass ---------------------------------------------------------------------------------
+
+    def run(self) -> Plan:
+        if self.kind == "MPIJob" and self._invalid():
+            return self.plan
+        self._add_created()
+        self.job = apply_defaults(self.raw)
+        run_policy = self.job.run_policy
+
+        if detect_finished(self.status):
+            self._finished(just_now=False)
+            return self._done()
+        if run_policy.suspend:
+            self._suspend()
+            return self._done()
+        if detect_true(self.status, COND_SUSPENDED):
+            self._resume()
+
+        self._sort_observed()
+        self._record_abnormal_pods()
+        if self._past_limits():
+            self._finished(just_now=True)
+            return self._done()
+
+        self._reconcile_failed_pods()
+        if self.status.start_time is None:
+            self.status.start_time = self.stamp
+        self._update_status()
+        if detect_finished(self.status):
+            self._finished(just_now=True)
+            return self._done()
+
+        self._reconcile_extra_objects()
+        for replica in self.replicas.values():
+            self._reconcile_pods(replica)
+            if self.plugin.creates_services:
+                self._reconcile_services(replica)
+        self._requeue_at_deadline()
+        return self._done()
+
+    def _done(self) -> Plan:
+        plan = self.plan
+        if plan.deletes_job:
+            plan.status_changed = False  # the job is gone; there is no status to write
+        else:
+            plan.status_changed = self.status.to_dict() != self.previous.to_dict()
+        return plan
+
+    # -- bookkeeping --------------------------------------------------------------------------------
+
+    def _event(self, type_: str, reason: str, message: str, key: str | None = None) -> None:
+        self.plan.events.append(Event("Warning" if type_ == "Warning" else "Normal", reason, message, key))
+
+    def _act(self, action: Action) -> None:
+        self.plan.actions.append(action)
+
+    def _delete(self, kind: str, name: str) -> None:
+        if (kind, name) not in self.deleted:
+            self.deleted.add((kind, name))
+            self._act(ev.build_delete_action(kind, name))
+
+    def _requeue(self, seconds: float) -> None:
+        seconds = max(seconds, 0.0)
+        current = self.plan.requeue_after
+        self.plan.requeue_after = seconds if current is None else min(current, seconds)
+
+    def _set(self, ctype: str, status: str, reason: str, message: str) -> bool:
+        return set_condition(self.status, build_condition(ctype, status, reason, message, self.stamp))
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _invalid(self) -> bool:
+        """§2.4: MPIJob has no admission webhook, so upstream validates it on every pass; an invalid one
+        gets a Warning event (its first error, as upstream stops there) and nothing else."""
+        errors = validate_mpi(self.raw)
+        if not errors:
+            return False
+        message = f"{self.kind} failed validation because {errors[0].message}"
+        self._event("Warning", f"{self.kind}FailedValidation", message, key=message)
+        return True
+
+    def _add_created(self) -> None:
+        # Upstream adds Created in the informer's create handler and counts the job there, again on
+        # every operator restart (§9.11); counting when the condition is really added counts each job once.
+        if set_condition(self.status, build_created(self.kind, self.name, self.stamp)):
+            self.plan.metrics.append(METRIC_CREATED)
+
+    def _finished(self, *, just_now: bool) -> None:
+        """§4.3 step 4: cleanup (§4.8), the active→succeeded fix-up (§4.2) and TTL (§4.9).
+
+        Also run in the pass that finishes the job, so one pass reaches the end state; that pass never
+        deletes the job itself, so its final status and events are written first.
+        """
+        if self.status.completion_time is None:
+            # Upstream's ExitCode path never sets it (§9.5), which blocks TTL forever; a job finished
+            # by upstream without one gets its terminal condition's time.
+            self.status.completion_time = self._terminal_time()
+        pods = self.observed.pods
+        services = self.observed.services
+        for kind, name in compute_cleanup(self.job.run_policy.clean_pod_policy, pods, services):
+            self._delete(kind, name)
+        if detect_true(self.status, COND_SUCCEEDED):
+            compute_succeeded_fixup(self.status)
+        remaining = compute_ttl_remaining(
+            self.job.run_policy.ttl_seconds_after_finished, self.status.completion_time, self.now
+        )
+        if remaining is None:
+            return
+        if remaining <= 0 and not just_now:
+            self._act(ev.build_delete_job_action(self.info, self.name))
+            self.plan.metrics.append(METRIC_DELETED)
+        else:
+            self._requeue(remaining)
+
+    def _terminal_time(self) -> datetime:
+        for ctype in (COND_FAILED, COND_SUCCEEDED):
+            cond = detect_condition(self.status, ctype)
+            if cond is not None and cond.status == TRUE and cond.last_transition_time is not None:
+                return cond.last_transition_time
+        return self.stamp
+
+    def _suspend(self) -> None:
+        """§4.10: delete every pod and Service (whatever cleanPodPolicy says), zero ``active``, Running
+        → False, Suspended → True, and the Suspended event on every pass while suspended."""
+        for kind, name in compute_suspend_deletions(
+            self.observed.pods, self.observed.services, self.observed.extras
+        ):
+            self._delete(kind, name)
+        compute_suspended_counts(self.status)
+        cond = build_suspended(self.kind, self.name, self.stamp)
+        assert cond.reason is not None and cond.message is not None
+        if detect_true(self.status, COND_RUNNING):
+            self._set(COND_RUNNING, FALSE, cond.reason, cond.message)
+        if not detect_true(self.status, COND_SUSPENDED):
+            set_condition(self.status, cond)
+        self._event("Normal", cond.reason, cond.message)
+
+    def _resume(self) -> None:
+        """§4.10: Suspended → False, startTime restarts (so does the deadline), pods come back this pass."""
+        cond = build_resumed(self.kind, self.name, self.stamp)
+        set_condition(self.status, cond)
+        self.status.start_time = self.stamp
+        assert cond.reason is not None and cond.message is not None
+        self._event("Normal", cond.reason, cond.message)
+
+    def _sort_observed(self) -> None:
+        """Group the observed pods and Services by replica type (label ``replica-type``) and count the
+        pods as §4.2 does: Running → active (Running and terminating → failed), Succeeded, Failed.
+        Objects of a type the spec does not name are left alone, as upstream."""
+        by_label: dict[str, _Replica] = {}
+        for rtype, spec in self.job.replica_specs.items():
+            replica = _Replica(rtype, spec)
+            self.replicas[rtype] = replica
+            by_label[rtype.lower()] = replica
+        for pod in self.observed.pods:
+            owner = by_label.get(detect_label(pod, LABEL_REPLICA_TYPE) or "")
+            if owner is None:
+                continue
+            owner.pods.append(pod)
+            phase = detect_phase(pod)
+            if phase == PHASE_RUNNING:
+                if detect_deleting(pod):
+                    owner.failed += 1
+                else:
+                    owner.active += 1
+            elif phase == PHASE_SUCCEEDED:
+                owner.succeeded += 1
+            elif phase == PHASE_FAILED:
+                owner.failed += 1
+        for svc in self.observed.services:
+            owner = by_label.get(detect_label(svc, LABEL_REPLICA_TYPE) or "")
+            if owner is not None:
+                owner.services.append(svc)
+
+    def _record_abnormal_pods(self) -> None:
+        """§6.3: warnings for active pods whose containers crash or wait with a message."""
+        for pod in self.observed.pods:
+            phase = detect_phase(pod)
+            if phase in (PHASE_SUCCEEDED, PHASE_FAILED) or detect_deleting(pod):
+                continue
+            self.plan.events.extend(ev.build_abnormal_pod_events(pod))
+
+    def _past_limits(self) -> bool:
+        """§4.6 and §4.7: fail the job when backoffLimit or activeDeadlineSeconds is exceeded.
+
+        Failed is set first and cleanPodPolicy then applies (as v1.9.4; v1.7 to v1.9.3 deleted every pod
+        and Service). completionTime is set, and the failure is counted in jobs_failed too.
+        """
+        rp = self.job.run_policy
+        specs = self.job.replica_specs
+        message: str | None = None
+        if rp.backoff_limit is not None and (
+            detect_new_failure_past_limit(rp.backoff_limit, specs, self.observed.pods, self.previous)
+            or detect_restarts_past_limit(
+                rp.backoff_limit, specs, {r.rtype: r.pods for r in self.replicas.values()}
+            )
+        ):
+            message = build_backoff_message(self.name)
+        else:
+            remaining = compute_deadline_remaining(
+                rp.active_deadline_seconds, self.status.start_time, self.now
+            )
+            if remaining is not None and remaining <= 0:
+                message = build_deadline_message(self.name)
+        if message is None:
+            return False
+        if self.status.completion_time is None:
+            self.status.completion_time = self.stamp
+        reason = f"{self.kind}Failed"
+        self._event("Normal", reason, message)
+        if self._set(COND_FAILED, TRUE, reason, message):
+            self.plan.metrics.append(METRIC_FAILED)
+        return True
+
+    def _reconcile_failed_pods(self) -> None:
+        """§4.5 for every pod that is not already terminating: ExitedWithCode, then the restart policy
+        of a Failed pod (recreate it, or fail the job under ExitCode with a permanent code)."""
+        container = self.info.default_container
+        namespace = self.job.namespace
+        for replica in self.replicas.values():
+            for pod in replica.pods:
+                if detect_deleting(pod):
+                    continue
+                if not self.plugin.restarts_failed_pods:
+                    continue  # MPI has its own pod logic and never deletes failed pods (§4.4)
+                if detect_default_container_terminated(pod, container) is not None:
+                    exit_code = detect_exit_code(pod, container)
+                    self.plan.events.append(ev.build_exited_event(namespace, pod, exit_code))
+                if detect_phase(pod) != PHASE_FAILED:
+                    continue
+                policy = replica.spec.restart_policy or self.info.default_restart_policy
+                decision = detect_restart(policy, detect_exit_code(pod, container))
+                if decision == RESTART:
+                    self._restart(replica.rtype, pod)
+                elif decision == FAIL:
+                    self._fail_permanently(replica.rtype)
+
+    def _restart(self, rtype: str, pod: dict[str, Any]) -> None:
+        self._delete("Pod", detect_name(pod))
+        message = build_restarting_message(self.name, rtype)
+        reason = f"{self.kind}Restarting"
+        self._event("Warning", reason, message)
+        self._set(COND_RESTARTING, TRUE, reason, message)
+        self.plan.metrics.append(METRIC_RESTARTED)
+        self.restarted = True
+
+    def _fail_permanently(self, rtype: str) -> None:
+        message = build_exit_code_failed_message(self.name, rtype)
+        reason = f"{self.kind}Failed"
+        if self._set(COND_FAILED, TRUE, reason, message):
+            # Upstream sets no completionTime here (§9.5), so TTL never fires; we set it.
+            if self.status.completion_time is None:
+                self.status.completion_time = self.stamp
+            self._event("Warning", reason, message)
+            self.plan.metrics.append(METRIC_FAILED)
+
+    def _update_status(self) -> None:
+        """replicaStatuses rebuilt from the pods (§4.2), then the kind's status rule (§4.4) applied in
+        order with setCondition's rules.
+
+        The pass counts as one update. A condition that ends the pass as it started it (same type,
+        status and reason as in the stored status) keeps its stored timestamps and message, even if
+        the rule flipped it on the way (Running then Restarting again while a failed pod terminates);
+        and the rule's events and metrics fire only for conditions that are new at the end of the pass.
+        Upstream repeats them on every pass while the state holds, and its flips rewrite the status.
+        """
+        counts: dict[str, ReplicaCounts] = {}
+        statuses = {}
+        scalable = self.info.scalable
+        default_policy = self.info.default_restart_policy
+        for rtype, r in self.replicas.items():
+            counts[rtype] = ReplicaCounts(
+                replicas=r.spec.replicas or 0,
+                active=r.active,
+                succeeded=r.succeeded,
+                failed=r.failed,
+                restart_policy=r.spec.restart_policy or default_policy,
+            )
+            selector = build_selector(self.info, self.name, rtype) if scalable else None
+            statuses[rtype] = build_replica_status(r.active, r.succeeded, r.failed, selector)
+        self.status.replica_statuses = statuses or None
+        # The rule sees this pass's status so far (upstream hands it the in-flight status): TF keeps a
+        # Restarting that the restart path set a moment ago instead of failing the job.
+        job = self.job.model_copy(update={"status": self.status})
+        fired: list[tuple[ConditionUpdate, str]] = []
+        for update in self.plugin.compute_conditions(job, counts, self.observed.pods):
+            event_reason = update.event_reason or update.reason
+            if not update.set_condition:
+                # Upstream computes these on a copy it discards; only the event survives (MPI, §4.4).
+                if update.event is not None:
+                    self._event(
+                        update.event, event_reason, update.message, key=f"{event_reason}/{update.message}"
+                    )
+                continue
+            if self._set(update.type, update.status, update.reason, update.message):
+                fired.append((update, event_reason))
+            if update.complete and self.status.completion_time is None:
+                self.status.completion_time = self.stamp
+        if not fired:
+            return
+        before = {(c.type, c.status, c.reason): c for c in self.previous.conditions or ()}
+        final = self.status.conditions or []
+        self.status.conditions = [before.get((c.type, c.status, c.reason), c) for c in final]
+        now_present = {(c.type, c.status, c.reason) for c in final}
+        for update, event_reason in fired:
+            key = (update.type, update.status, update.reason)
+            if key in before or key not in now_present:
+                continue
+            if update.event is not None:
+                self._event(update.event, event_reason, update.message)
+            if update.metric is not None and not (update.metric == METRIC_RESTARTED and self.restarted):
+                # A pod the restart path recreated this pass was counted there already.
+                self.plan.metrics.append(update.metric)
+
+    def _reconcile_extra_objects(self) -> None:
+        """Other owned objects (MPI's ServiceAccount, ConfigMap, Role, RoleBinding; the PyTorch HPA):
+        created when missing, replaced when their content drifted."""
+        desired = self.plugin.build_extra_objects(self.job, self.observed.pods, self.topology)
+        if not desired:
+            return
+        for obj in desired:
+            kind = str(obj.get("kind") or "")
+            name = detect_name(obj)
+            meta = obj.setdefault("metadata", {})
+            meta.setdefault("namespace", self.job.namespace)
+            meta.setdefault("ownerReferences", [build_owner_reference(self.job)])
+            current = next((o for o in self.observed.extras.get(kind, ()) if detect_name(o) == name), None)
+            if current is None:
+                self._act(ev.build_create_action(self.info, obj))
+            elif detect_drift(obj, current):
+                self._act(ev.build_update_action(obj))
+
+    def _reconcile_pods(self, replica: _Replica) -> None:
+        """§3.1: create the missing pods, delete those past ``replicas`` (scale-down)."""
+        job, plugin = self.job, self.plugin
+        observed = {detect_name(p): p for p in replica.pods}
+        wanted: set[str] = set()
+        for index in plugin.replica_indices(job, replica.rtype):
+            name = plugin.pod_name(job, replica.rtype, index)
+            wanted.add(name)
+            if name not in observed:
+                self._create_pod(replica, index, name)
+        for name, pod in observed.items():
+            if name not in wanted and not detect_deleting(pod):
+                self._delete("Pod", name)
+
+    def _create_pod(self, replica: _Replica, index: int, name: str) -> None:
+        job, plugin = self.job, self.plugin
+        pod, template_policy = build_pod(
+            job,
+            self.info,
+            replica.rtype,
+            index,
+            replica.spec,
+            name=name,
+            master=plugin.is_master_role(job, replica.rtype, index),
+        )
+        pod_labels = getattr(plugin, "pod_labels", None)
+        if pod_labels is not None:
+            # The plugin's labels are authoritative (MPI's launcher has no replica-index, §3.9).
+            template_labels = (replica.spec.template.get("metadata") or {}).get("labels") or {}
+            pod["metadata"]["labels"] = {**template_labels, **pod_labels(job, replica.rtype, index)}
+        if template_policy:
+            self._event(
+                "Warning",
+                "SetPodTemplateRestartPolicy",
+                "Restart policy in pod template will be overwritten by restart policy in replica spec",
+            )
+        plugin.customize_pod(job, replica.rtype, index, pod, self.topology)
+        self._act(ev.build_create_action(self.info, pod))
+
+    def _reconcile_services(self, replica: _Replica) -> None:
+        """§3.2: one headless Service per replica, never updated; those past ``replicas`` are deleted."""
+        job, plugin = self.job, self.plugin
+        observed = {detect_name(s): s for s in replica.services}
+        wanted: set[str] = set()
+        ports: list[dict[str, Any]] | None = None
+        for index in plugin.replica_indices(job, replica.rtype):
+            name = plugin.pod_name(job, replica.rtype, index)
+            wanted.add(name)
+            if name in observed:
+                continue
+            if ports is None:
+                ports = build_service_ports(replica.spec, self.info)
+                if ports is None:
+                    self._event(
+                        "Warning",
+                        "FailedCreateService",
+                        "Error creating: failed to find the port",
+                        key=f"FailedCreateService/{replica.rtype}/no-port",
+                    )
+                    return
+            svc = build_service(job, self.info, replica.rtype, index, name=name, ports=ports)
+            self._act(ev.build_create_action(self.info, svc))
+        for name, svc in observed.items():
+            if name not in wanted and not detect_deleting(svc):
+                self._delete("Service", name)
+
+    def _requeue_at_deadline(self) -> None:
+        """A real activeDeadlineSeconds (§9.4): come back when it expires, not on the next event."""
+        remaining = compute_deadline_remaining(
+            self.job.run_policy.active_deadline_seconds, self.status.start_time, self.now
+        )
+        if remaining is not None:
+            self._requeue(remaining)
+
+
+def detect_drift(desired: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Whether an owned extra object must be replaced: its ``data`` or ``rules`` differ (MPI's
+    ConfigMap and Role, §3.9), or a field it sets under ``spec`` differs (the HPA, §3.4). Fields the API
+    server fills in (defaults, metadata, status) are not compared."""
+    for key in ("data", "rules"):
+        if key in desired and desired[key] != current.get(key):
+            return True
+    if "spec" in desired:
+        return not _contains(current.get("spec"), desired["spec"])
+    return False
+
+
+def _contains(have: Any, want: Any) -> bool:
+    """``want`` is a subset of ``have``: dict keys recursively, lists element by element."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(k in have and _contains(have[k], v) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(have) == len(want)
+            and all(_contains(h, w) for h, w in zip(have, want, strict=True))
+        )
+    return bool(have == want)
