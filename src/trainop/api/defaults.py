@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from trainop.api.common import ReplicaSpec, RunPolicy, TrainingJob
 from trainop.api.constants import CLEAN_NONE
 from trainop.api.kinds import (
@@ -28,16 +30,18 @@ DEFAULT_NPROC_PER_NODE = "auto"
 _MPI_DEFAULT_REPLICAS = {"Launcher": 1, "Worker": 0}
 
 _Elastic = TypeVar("_Elastic", ElasticPolicy, PaddleElasticPolicy)
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def apply_defaults(job: TrainingJob) -> TrainingJob:
     """The job with upstream's in-memory defaults applied (§1.4); ``job`` itself is left untouched."""
     info = KIND_INFO[job.kind]
-    spec = job.spec.model_copy()
-    out = job.model_copy(update={"spec": spec})
+    spec = _copy(job.spec)
+    out = _copy(job)
+    out.spec = spec
 
     # Step 1: runPolicy.cleanPodPolicy nil → None (MPI syncs its deprecated spec.cleanPodPolicy too).
-    run_policy = spec.run_policy.model_copy() if spec.run_policy is not None else RunPolicy()
+    run_policy = _copy(spec.run_policy) if spec.run_policy is not None else RunPolicy()
     spec.run_policy = run_policy
     if isinstance(spec, MPIJobSpec):
         _default_mpi_clean_pod_policy(spec, run_policy)
@@ -138,7 +142,7 @@ def _default_replica(rs: ReplicaSpec, info: KindInfo, replicas: int, *, add_port
     template = _with_default_port(rs.template, info) if add_port else rs.template
     if not (need_replicas or need_restart or template is not rs.template):
         return rs
-    new = rs.model_copy()
+    new = _copy(rs)
     if need_replicas:
         new.replicas = replicas
     if need_restart:
@@ -196,7 +200,7 @@ def _default_elastic_policy(elastic: _Elastic, replica_specs: dict[str, ReplicaS
     # §1.4 step 6: only max → min = max; only min → max = min; neither → both = Worker.replicas.
     if elastic.min_replicas is not None and elastic.max_replicas is not None:
         return elastic
-    new = elastic.model_copy()
+    new = _copy(elastic)
     if new.max_replicas is not None:
         new.min_replicas = new.max_replicas
     elif new.min_replicas is not None:
@@ -204,4 +208,17 @@ def _default_elastic_policy(elastic: _Elastic, replica_specs: dict[str, ReplicaS
     elif replica_specs is not None and "Worker" in replica_specs:
         # Upstream would panic without a Worker spec; the webhook requires one, so we leave both unset.
         new.min_replicas = new.max_replicas = replica_specs["Worker"].replicas
+    return new
+
+
+def _copy(model: _Model) -> _Model:
+    """A shallow copy of a pydantic model: what ``model_copy()`` makes, at a third of its cost (this runs
+    several times per reconcile pass). Nested models, lists and dicts are shared, not copied."""
+    new = model.__class__.__new__(model.__class__)
+    extra = model.__pydantic_extra__
+    private = model.__pydantic_private__
+    object.__setattr__(new, "__dict__", model.__dict__.copy())
+    object.__setattr__(new, "__pydantic_extra__", None if extra is None else extra.copy())
+    object.__setattr__(new, "__pydantic_fields_set__", model.__pydantic_fields_set__.copy())
+    object.__setattr__(new, "__pydantic_private__", None if private is None else private.copy())
     return new
