@@ -251,8 +251,9 @@ class BasePlugin:
 
     # -- identity and layout (§3.1) --
     def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        """Admission rules live in ``trainop.api.validation`` (every rule of §2, per kind); plugins add
-        none of their own today."""
+        """Upstream's admission rules for the kind (§2.2-§2.4) on the UNDEFAULTED job; each plugin
+        returns ``trainop.api.validation.validate_<kind>`` (trainop's extra checks are
+        ``validate_trainop``, run by ``validate_job``)."""
         return []
 
     def status_order(self, job: TrainingJob) -> list[str]:

@@ -14,6 +14,8 @@ from trainop.api.constants import (
     ENV_NUM_PROCESSES,
     ENV_PROCESS_ID,
 )
+from trainop.api.errors import FieldError
+from trainop.api.validation import validate_jax
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -32,6 +34,9 @@ WORKER = "Worker"
 
 class JAXPlugin(BasePlugin):
     kind: ClassVar[str] = "JAXJob"
+
+    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
+        return validate_jax(job, old)
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         return index == 0  # §3.1: Worker-0

@@ -28,7 +28,9 @@ from trainop.api.constants import (
     LABEL_REPLICA_TYPE,
     RESTART_EXIT_CODE,
 )
+from trainop.api.errors import FieldError
 from trainop.api.kinds import MPIJobSpec
+from trainop.api.validation import validate_mpi
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -226,6 +228,9 @@ class MPIPlugin(BasePlugin):
     kind: ClassVar[str] = "MPIJob"
     creates_services: bool = False
     restarts_failed_pods: bool = False
+
+    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
+        return validate_mpi(job, old)
 
     def __init__(self, kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE) -> None:
         super().__init__()

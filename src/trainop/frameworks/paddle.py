@@ -19,6 +19,8 @@ from trainop.api.constants import (
     ENV_PADDLE_TRAINER_NUM,
     ENV_POD_IP_DUMMY,
 )
+from trainop.api.errors import FieldError
+from trainop.api.validation import validate_paddle
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -42,6 +44,9 @@ def pod_ip_env() -> dict[str, Any]:
 
 class PaddlePlugin(BasePlugin):
     kind: ClassVar[str] = "PaddleJob"
+
+    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
+        return validate_paddle(job, old)
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         return rtype == MASTER  # §3.1: Master pods; a collective job has none

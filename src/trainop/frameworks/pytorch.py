@@ -29,7 +29,9 @@ from trainop.api.constants import (
     ENV_RANK,
     ENV_WORLD_SIZE,
 )
+from trainop.api.errors import FieldError
 from trainop.api.kinds import ElasticPolicy, PyTorchJobSpec
+from trainop.api.validation import validate_pytorch
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -83,6 +85,9 @@ def build_wait_for_master_script(master_addr: str, max_tries: int) -> str:
 
 class PyTorchPlugin(BasePlugin):
     kind: ClassVar[str] = "PyTorchJob"
+
+    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
+        return validate_pytorch(job, old)
 
     def __init__(
         self,

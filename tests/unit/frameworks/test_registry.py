@@ -8,8 +8,18 @@ from pathlib import Path
 import pytest
 
 import trainop.frameworks
+from trainop.api.errors import FieldError
 from trainop.api.kinds import KIND_INFO
 from trainop.frameworks.registry import REGISTRY, UnknownKindError
+from trainop.testing.builders import (
+    JobBuilder,
+    jax_job,
+    mpi_job,
+    paddle_job,
+    pytorch_job,
+    tf_job,
+    xgboost_job,
+)
 
 
 def test_registry_kinds_and_capabilities() -> None:
@@ -65,3 +75,60 @@ def test_frameworks_import_nothing_impure() -> None:
         or (name.startswith("trainop") and not name.startswith(ALLOWED_TRAINOP))
     }
     assert bad == set()
+
+
+VALIDATE_CASES = [
+    pytest.param(
+        pytorch_job("a").master(2).workers(1),
+        [FieldError("spec.pytorchReplicaSpecs[Master].replicas", "Forbidden: must be 1")],
+        id="pytorch: Master replicas must be 1",
+    ),
+    pytest.param(
+        tf_job("t").chief(1).master(1),
+        [FieldError("spec.tfReplicaSpecs", "Forbidden: must not have more than 1 Chief or Master role")],
+        id="tf: one Chief or Master",
+    ),
+    pytest.param(
+        xgboost_job("x").workers(1),
+        [FieldError("spec.xgbReplicaSpecs[Master]", "Required value: must be present")],
+        id="xgboost: Master required",
+    ),
+    pytest.param(
+        mpi_job("m").launcher(2),
+        [
+            FieldError(
+                "spec.mpiReplicaSpecs[Launcher].replicas",
+                "MPIReplicaSpec is not valid: There must be only 1 launcher replica",
+            )
+        ],
+        id="mpi: one launcher (in-controller rule)",
+    ),
+    pytest.param(
+        paddle_job("p").replicas("worker", 1),
+        [
+            FieldError(
+                "spec.paddleReplicaSpecs[worker]",
+                'Unsupported value: "worker": supported values: "Master", "Worker"',
+            )
+        ],
+        id="paddle: replica keys are case-sensitive before defaulting",
+    ),
+    pytest.param(
+        jax_job("j").replicas("Master", 1),
+        [
+            FieldError(
+                "spec.jaxReplicaSpecs[Master]", 'Unsupported value: "Master": supported values: "Worker"'
+            )
+        ],
+        id="jax: Worker only",
+    ),
+    pytest.param(pytorch_job("a").master(1).workers(2), [], id="a valid job has no errors"),
+]
+
+
+@pytest.mark.parametrize(("builder", "want"), VALIDATE_CASES)
+def test_plugin_validate_applies_the_kinds_admission_rules(
+    builder: JobBuilder, want: list[FieldError]
+) -> None:
+    job = builder.build()  # raw: webhooks see the undefaulted job (§1.4)
+    assert REGISTRY.get(job.kind).validate(job) == want
