@@ -67,11 +67,12 @@ class FrameworkPlugin(Protocol):
     restarts_failed_pods: bool  # generic §4.5 restart path (False for MPI)
 
     def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        """Kind-specific admission rules of §2.3 / §2.4 on the UNDEFAULTED job."""
+        """Upstream's admission rules for the kind (§2.2-§2.4) on the UNDEFAULTED job
+        (``trainop.api.validation.validate_<kind>``)."""
         ...
 
     def replica_indices(self, job: TrainingJob, rtype: str) -> range:
-        """Indices of the pods that should exist for this type."""
+        """Indices of the pods that should exist for this type (MPI's Launcher: always ``range(1)``)."""
         ...
 
     def pod_name(self, job: TrainingJob, rtype: str, index: int) -> str: ...
@@ -101,7 +102,11 @@ class FrameworkPlugin(Protocol):
     def build_extra_objects(
         self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
     ) -> list[dict[str, Any]]:
-        """Other owned objects (MPI: ServiceAccount, ConfigMap, Role, RoleBinding); [] for most kinds."""
+        """Other owned objects to create, or to replace when their content drifted: MPI's
+        ServiceAccount, ConfigMap, Role and RoleBinding (until the launcher finishes), PyTorch's HPA
+        (when ``elasticPolicy.metrics`` is set); [] for the rest. Each carries its namespace and the
+        job's controller ownerReference. An object missing from the list is NOT a request to delete
+        it (MPI's objects outlive the launcher; the HPA's removal on suspend is core's, §4.10)."""
         ...
 
     def compute_conditions(
@@ -110,5 +115,10 @@ class FrameworkPlugin(Protocol):
         counts: Mapping[str, ReplicaCounts],
         pods: list[dict[str, Any]],
     ) -> list[ConditionUpdate]:
-        """The kind's success/failure rule (§4.4) as ordered condition updates."""
+        """The kind's success/failure rule (§4.4) as ordered condition updates.
+
+        ``counts`` has one entry per replica type of the job; ``job.status`` holds the in-flight
+        conditions of this pass (TF keeps an existing Restarting, XGBoost sets Running only when
+        absent); ``pods`` are the job's pods (TF reads worker 0's exit code, MPI the launcher's phase).
+        """
         ...
