@@ -419,8 +419,13 @@ class PodBuilder:
             "namespace": self.job.namespace,
             "uid": f"{plugin.pod_name(self.job, self.rtype, self.index)}-uid",
             "labels": labels,
-            **self._meta,
         }
+        # §3.1: annotations and finalizers are the only other template metadata a pod gets.
+        for key in ("annotations", "finalizers"):
+            value = (template.get("metadata") or {}).get(key)
+            if value:
+                meta[key] = value
+        meta.update(self._meta)
         if self._owner is not None:
             meta["ownerReferences"] = [self._owner]
         spec = dict(template.get("spec") or {})
