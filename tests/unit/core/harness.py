@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainop.api.common import JobStatus, TrainingJob
+from trainop.api.common import JobStatus, RunPolicy, TrainingJob
 from trainop.core.observed import Observed
 from trainop.core.plan import CreateObject, DeleteJob, DeleteObject, Plan, UpdateObject
 from trainop.core.reconcile import reconcile
@@ -106,6 +106,7 @@ class World:
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     services: dict[str, dict[str, Any]] = field(default_factory=dict)
     job_deleted: bool = False
+    deleted_pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     plans: list[Plan] = field(default_factory=list)
 
     def reconcile(self) -> Plan:
@@ -126,7 +127,9 @@ class World:
                 elif obj["kind"] == "Service":
                     self.services.setdefault(name, obj)
             elif isinstance(action, DeleteObject):
-                (self.pods if action.kind == "Pod" else self.services).pop(action.name, None)
+                gone = (self.pods if action.kind == "Pod" else self.services).pop(action.name, None)
+                if gone is not None and action.kind == "Pod":
+                    self.deleted_pods[action.name] = gone
             elif isinstance(action, DeleteJob):
                 self.job_deleted = True
         if plan.status_changed and not self.job_deleted:
@@ -159,6 +162,18 @@ class World:
     def set_all(self, phase: str, **kw: Any) -> None:
         for name in self.pods:
             self.set_phase(name, phase, **kw)
+
+    def set_run_policy(self, **fields: Any) -> None:
+        """Edit ``spec.runPolicy`` as a user's ``kubectl patch`` would (snake_case field names)."""
+        spec = self.job.spec
+        rp = (spec.run_policy or RunPolicy()).model_copy(update=fields)
+        self.job = self.job.model_copy(update={"spec": spec.model_copy(update={"run_policy": rp})})
+
+    def terminate(self, name: str) -> None:
+        """Put a deleted pod back as terminating (deletionTimestamp set), as a graceful deletion shows."""
+        plan_pod = self.deleted_pods[name]
+        plan_pod["metadata"]["deletionTimestamp"] = ts(self.now)
+        self.pods[name] = plan_pod
 
     def conditions(self) -> list[tuple[str, str]]:
         return [(c.type, c.status) for c in (self.job.status.conditions if self.job.status else None) or []]
