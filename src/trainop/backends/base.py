@@ -1,0 +1,101 @@
+"""What every backend offers the SDK and the CLI: typed errors and the small job-operations Protocol.
+
+Backend-neutral: no I/O here, and nothing backend-specific. The local backend implements
+``JobBackend`` today; the SDK (``TrainingClient``) depends only on this module's names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from trainop.api.common import TrainingJob
+
+
+class BackendError(Exception):
+    """Base of every error a backend raises for a request it cannot carry out."""
+
+
+class JobNotFoundError(BackendError):
+    def __init__(self, name: str, namespace: str, kind: str | None = None) -> None:
+        what = kind or "job"
+        super().__init__(f'{what} "{name}" not found in namespace "{namespace}"')
+        self.name, self.namespace, self.kind = name, namespace, kind
+
+
+class JobAlreadyExistsError(BackendError):
+    def __init__(self, name: str, namespace: str, kind: str) -> None:
+        super().__init__(
+            f'{kind} "{name}" already exists in namespace "{namespace}"; '
+            f"delete it first (trainop delete {name}) or choose another metadata.name"
+        )
+        self.name, self.namespace, self.kind = name, namespace, kind
+
+
+class WaitTimeoutError(BackendError):
+    def __init__(self, name: str, wanted: Sequence[str], timeout: float, last_state: str) -> None:
+        super().__init__(
+            f'timed out after {timeout:g}s waiting for "{name}" to be {" or ".join(wanted)} (it is {last_state})'
+        )
+        self.name, self.wanted, self.timeout, self.last_state = name, tuple(wanted), timeout, last_state
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One line of a replica's output; ``replica`` is the pod name without the job prefix (``worker-1``)."""
+
+    replica: str
+    container: str
+    attempt: int
+    text: str
+
+
+def detect_state(job: TrainingJob) -> str:
+    """The job's state as kubectl prints it: the type of the newest True condition (printer column §1.1)."""
+    conditions = (job.status.conditions if job.status else None) or []
+    for cond in reversed(conditions):
+        if cond.status == "True":
+            return cond.type
+    return "Pending"
+
+
+def is_finished(job: TrainingJob) -> bool:
+    """True once Succeeded or Failed is True (both terminal, §4.1)."""
+    return any(
+        c.type in ("Succeeded", "Failed") and c.status == "True"
+        for c in ((job.status.conditions if job.status else None) or [])
+    )
+
+
+class JobBackend(Protocol):
+    """Job operations a backend offers; every method returns models (or raises a BackendError)."""
+
+    def submit(self, manifest: dict[str, Any], *, base_dir: str | None = None) -> TrainingJob: ...
+
+    def get(self, name: str, namespace: str = "default", kind: str | None = None) -> TrainingJob: ...
+
+    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]: ...
+
+    def delete(self, name: str, namespace: str = "default", *, wait: bool = True) -> None: ...
+
+    def set_suspend(self, name: str, suspend: bool, namespace: str = "default") -> TrainingJob: ...
+
+    def wait(
+        self,
+        name: str,
+        conditions: Sequence[str],
+        namespace: str = "default",
+        timeout: float | None = None,
+    ) -> TrainingJob: ...
+
+    def logs(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        replica: str | None = None,
+        container: str | None = None,
+        follow: bool = False,
+        previous: bool = False,
+    ) -> Iterator[LogLine]: ...

@@ -1,0 +1,623 @@
+"""``LocalBackend``: the job operations of the local backend (submit, get, list, describe, logs, wait,
+delete, suspend/resume, render), returning models. The CLI and the SDK both sit on it.
+
+It validates and stores jobs, starts each job's detached supervisor, reads live state from the
+store, and applies the recovery rule when a supervisor died: the job's leftover processes are
+killed, its unfinished pods are reported Failed (reason SupervisorLost, exit code 137, like a lost
+node) and a new supervisor takes over, so the core restarts or fails the job by its own rules.
+Reconcile decisions are never made here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trainop.api.common import TrainingJob
+from trainop.api.errors import FieldError, InvalidJobError
+from trainop.api.kinds import KIND_INFO
+from trainop.api.load import parse_job
+from trainop.backends.base import (
+    JobNotFoundError,
+    LogLine,
+    WaitTimeoutError,
+    detect_state,
+    is_finished,
+)
+from trainop.backends.local import procs
+from trainop.backends.local.paths import StatePaths, ensure_home, remove_job_files
+from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, detect_pod_errors
+from trainop.backends.local.runner import rfc3339
+from trainop.backends.local.store import EventRow, JobRow, ProcessRow, Store
+
+SUPERVISOR_MODULE = "trainop.controller.local_supervisor"
+SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
+EXIT_SUPERVISOR_LOST = 137  # what a replica killed with its supervisor reports (SIGKILL)
+POLL = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorInfo:
+    state: str  # starting | running | exited
+    pid: int | None
+    alive: bool
+
+
+@dataclass(slots=True)
+class JobDetails:
+    """Everything ``describe`` shows: the job, its pods and other objects, events and processes."""
+
+    job: TrainingJob
+    base_dir: str
+    pods: list[dict[str, Any]]
+    objects: list[dict[str, Any]]
+    events: list[EventRow]
+    processes: list[ProcessRow]
+    ports: dict[tuple[str, int], int]
+    supervisor: SupervisorInfo
+    deleting: bool = False
+    images: list[str] = field(default_factory=list)
+
+
+def replica_label(job_name: str, pod_name: str) -> str:
+    """``<job>-worker-1`` → ``worker-1`` (the prefix ``trainop logs --replica`` and log lines use)."""
+    prefix = f"{job_name}-"
+    return pod_name[len(prefix) :] if pod_name.startswith(prefix) else pod_name
+
+
+def build_host_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment replicas inherit (the submitting shell's), with the Python environment trainop
+    runs in first on PATH, so that ``python`` in a command means that interpreter (as an image's
+    PATH would), even when the virtualenv is not activated."""
+    out = dict(env)
+    bindir = str(Path(sys.executable).parent)
+    path = out.get("PATH", os.defpath)
+    if bindir not in path.split(os.pathsep):
+        out["PATH"] = bindir + os.pathsep + path if path else bindir
+    return out
+
+
+class LocalBackend:
+    """Job operations on this machine; ``home`` defaults to ``$TRAINOP_HOME`` (or the XDG data dir)."""
+
+    def __init__(self, home: str | Path | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.env = dict(os.environ if env is None else env)
+        if home is not None:
+            Path(home).mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.paths = StatePaths(Path(home).absolute())
+        else:
+            self.paths = ensure_home(self.env)
+        self.store = Store(self.paths)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------------------------------
+    # submit / render
+
+    def prepare(self, manifest: Mapping[str, Any]) -> TrainingJob:
+        """Parse and validate a manifest for this backend; raises InvalidJobError with every error."""
+        from trainop.api.validation import validate_job
+
+        job = parse_job(dict(manifest))
+        errors = validate_job(job)
+        if not errors:
+            errors = self.detect_local_errors(job)
+        if errors:
+            raise InvalidJobError(errors, kind=job.kind, name=job.name)
+        return job
+
+    def detect_local_errors(self, job: TrainingJob) -> list[FieldError]:
+        """What this backend cannot run, found on the pods the core would create (so commands the
+        operator adds, such as MPI workers' ``sleep``, count), reported at the manifest's paths."""
+        unsuspended = job.model_copy(deep=True)
+        if unsuspended.spec.run_policy is not None:
+            unsuspended.spec.run_policy.suspend = False
+        objects = build_objects(unsuspended, "local")
+        info = KIND_INFO[job.kind]
+        keys = {k.lower(): k for k in job.replica_specs}
+        configmaps = [o["metadata"]["name"] for o in objects if o.get("kind") == "ConfigMap"]
+        errors: list[FieldError] = []
+        seen: set[str] = set()
+        for pod in (o for o in objects if o.get("kind") == "Pod"):
+            rtype = (pod["metadata"].get("labels") or {}).get("training.kubeflow.org/replica-type", "")
+            key = keys.get(rtype)
+            if key is None or key in seen:
+                continue
+            seen.add(key)
+            path = f"spec.{info.replica_map}[{key}]"
+            errors.extend(detect_pod_errors(pod, job.replica_specs[key].template, path, configmaps))
+        return errors
+
+    def submit(
+        self, manifest: Mapping[str, Any], *, base_dir: str | Path | None = None, namespace: str | None = None
+    ) -> TrainingJob:
+        """Validate, store and start a job; returns at once (the job runs under its own supervisor).
+        ``base_dir``: where relative workingDirs resolve (the manifest's directory; default: cwd)."""
+        job = self.prepare(manifest)
+        now = time.time()
+        doc = copy.deepcopy(dict(manifest))
+        meta = doc.setdefault("metadata", {})
+        meta["namespace"] = namespace or meta.get("namespace") or "default"
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = rfc3339(now)
+        meta["generation"] = 1
+        meta.pop("resourceVersion", None)
+        doc.pop("status", None)
+        row = JobRow(
+            uid=meta["uid"],
+            namespace=meta["namespace"],
+            name=job.name,
+            kind=job.kind,
+            manifest=doc,
+            status={},
+            base_dir=str(Path(base_dir).absolute() if base_dir is not None else Path.cwd()),
+            host_env=build_host_env(self.env),
+            generation=1,
+            created_at=now,
+            supervisor_since=now,
+        )
+        self.store.insert_job(row)
+        self._spawn_supervisor(row)
+        return parse_job(doc)
+
+    def render(
+        self, manifest: Mapping[str, Any], backend: str = "local", namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        """A dry run: the objects (pods with their env, Services, ConfigMaps …) the core would create
+        first for this job on ``backend`` ("local" or "kubernetes"). Raises InvalidJobError."""
+        doc = copy.deepcopy(dict(manifest))
+        meta = doc.setdefault("metadata", {})
+        meta["namespace"] = namespace or meta.get("namespace") or "default"
+        meta.setdefault("uid", "00000000-0000-0000-0000-000000000000")
+        if backend == "local":
+            job = self.prepare(doc)
+        else:
+            from trainop.api.validation import validate_job
+
+            job = parse_job(doc)
+            errors = validate_job(job)
+            if errors:
+                raise InvalidJobError(errors, kind=job.kind, name=job.name)
+        return build_objects(job, backend)
+
+    def _spawn_supervisor(self, row: JobRow) -> None:
+        """Start the job's supervisor detached: its own session, not our child (``sh -c '… &'`` exits
+        at once), so it outlives this process and never lingers as our zombie."""
+        log_path = self.paths.supervisor_log(row.namespace, row.name)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as out:
+            subprocess.run(
+                [
+                    "/bin/sh",
+                    "-c",
+                    'exec "$@" </dev/null &',
+                    "sh",
+                    sys.executable,
+                    "-m",
+                    SUPERVISOR_MODULE,
+                    "--home",
+                    str(self.paths.home),
+                    row.uid,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                check=True,
+            )
+
+    # ------------------------------------------------------------------------------------------
+    # reading state
+
+    def _row(self, name: str, namespace: str, kind: str | None = None) -> JobRow:
+        row = self.store.find_job(namespace, name)
+        if row is None or (kind is not None and row.kind != kind):
+            raise JobNotFoundError(name, namespace, kind)
+        return self.check_supervisor(row)
+
+    def get(self, name: str, namespace: str = "default", kind: str | None = None) -> TrainingJob:
+        row = self._row(name, namespace, kind)
+        return parse_job({**row.manifest, "status": row.status})
+
+    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]:
+        rows = [self.check_supervisor(r) for r in self.store.list_jobs(namespace, kind)]
+        return [parse_job({**r.manifest, "status": r.status}) for r in rows]
+
+    def describe(self, name: str, namespace: str = "default") -> JobDetails:
+        row = self._row(name, namespace)
+        job = parse_job({**row.manifest, "status": row.status})
+        images = sorted(
+            {
+                str(c.get("image"))
+                for rs in job.replica_specs.values()
+                for key in ("initContainers", "containers")
+                for c in rs.pod_spec.get(key) or []
+                if isinstance(c, dict) and c.get("image")
+            }
+        )
+        return JobDetails(
+            job=job,
+            base_dir=row.base_dir,
+            pods=self.store.list_pods(row.uid),
+            objects=self.store.list_objects(row.uid),
+            events=self.store.list_events(row.uid),
+            processes=self.store.list_processes(row.uid),
+            ports=self.store.job_ports(row.uid),
+            supervisor=self._supervisor_info(row),
+            deleting=row.deletion_requested_at is not None,
+            images=images,
+        )
+
+    def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        return self.store.list_pods(self._row(name, namespace).uid)
+
+    def _supervisor_info(self, row: JobRow) -> SupervisorInfo:
+        alive = row.supervisor_pid is not None and procs.is_alive(
+            row.supervisor_pid, row.supervisor_ticks, row.supervisor_boot
+        )
+        return SupervisorInfo(row.supervisor_state, row.supervisor_pid, alive)
+
+    # ------------------------------------------------------------------------------------------
+    # the recovery rule
+
+    def check_supervisor(self, row: JobRow) -> JobRow:
+        """Notice a dead supervisor and recover its job (see the module docstring). Returns the row
+        as it is afterwards."""
+        now = time.time()
+        if row.supervisor_state == "running":
+            assert row.supervisor_pid is not None
+            if procs.is_alive(row.supervisor_pid, row.supervisor_ticks, row.supervisor_boot):
+                return row
+            reason = f"the supervisor (pid {row.supervisor_pid}) of {row.kind} {row.name} died"
+        elif row.supervisor_state == "starting":
+            if now - (row.supervisor_since or now) < SUPERVISOR_START_TIMEOUT:
+                return row
+            reason = (
+                f"the supervisor of {row.kind} {row.name} did not start within {SUPERVISOR_START_TIMEOUT:g}s"
+            )
+        else:  # exited: it left because the job was done; only a deletion still needs doing
+            if row.deletion_requested_at is not None:
+                self._delete_without_supervisor(row)
+            return self.store.get_job(row.uid) or row
+        if not self.store.mark_supervisor_starting(row, now):
+            return self.store.get_job(row.uid) or row  # another shell is recovering it
+        killed = self._kill_leftovers(row, reason)
+        if row.deletion_requested_at is not None:
+            self._delete_without_supervisor(row)
+            return row
+        message = (
+            f"{reason}; {killed} replica process(es) it ran were stopped and their pods are reported "
+            f"Failed (exit code {EXIT_SUPERVISOR_LOST}); a new supervisor took over"
+        )
+        self.store.add_events(row.uid, [("Warning", "SupervisorLost", message)], now)
+        fresh = self.store.get_job(row.uid)
+        if fresh is None:
+            return row
+        self._spawn_supervisor(fresh)
+        return self.store.get_job(row.uid) or fresh
+
+    def _kill_leftovers(self, row: JobRow, reason: str) -> int:
+        """SIGKILL every process session the dead supervisor left, and report its unfinished pods as a
+        kubelet reports pods of a lost node: Failed, containers terminated with 137."""
+        now = time.time()
+        killed = 0
+        for p in self.store.list_processes(row.uid, unfinished=True):
+            if p.pid is not None and p.boot == procs.boot_id():
+                if procs.is_alive(p.pid, p.ticks) or procs.session_members(p.pid):
+                    killed += 1
+                procs.kill_session(p.pid, p.ticks)
+            self.store.finish_process(row.uid, p.pod, p.container, p.attempt, EXIT_SUPERVISOR_LOST, now)
+        pods = self.store.list_pods(row.uid)
+        for pod in pods:
+            mark_pod_lost(pod, reason, now)
+            self.store.release_gpus(row.uid, pod["metadata"]["name"])
+        self.store.write_pods(row.uid, pods)
+        return killed
+
+    def _delete_without_supervisor(self, row: JobRow) -> None:
+        """Finish a deletion nobody supervises: stop what is left (SIGTERM, grace, SIGKILL), then
+        remove the job, its state and its logs."""
+        sessions = [
+            (p.pid, p.ticks)
+            for p in self.store.list_processes(row.uid, unfinished=True)
+            if p.pid is not None and p.boot == procs.boot_id()
+        ]
+        stop_sessions(
+            sessions, row.deletion_grace if row.deletion_grace is not None else DEFAULT_GRACE_SECONDS
+        )
+        self.store.delete_job(row.uid)
+        remove_job_files(self.paths, row.namespace, row.name)
+
+    # ------------------------------------------------------------------------------------------
+    # changes
+
+    def _wake(self, row: JobRow) -> None:
+        if row.supervisor_pid is not None and procs.is_alive(row.supervisor_pid, row.supervisor_ticks):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(row.supervisor_pid, signal.SIGUSR1)
+
+    def set_suspend(self, name: str, suspend: bool, namespace: str = "default") -> TrainingJob:
+        """runPolicy.suspend := ``suspend`` (a spec update, as ``kubectl patch`` would make)."""
+        row = self._row(name, namespace)
+        manifest = copy.deepcopy(row.manifest)
+        spec = manifest.setdefault("spec", {})
+        run_policy = spec.get("runPolicy")
+        if not isinstance(run_policy, dict):
+            run_policy = spec["runPolicy"] = {}
+        run_policy["suspend"] = suspend
+        gen = self.store.write_manifest(row.uid, manifest)
+        manifest.setdefault("metadata", {})["generation"] = gen
+        self.store.write_manifest(row.uid, manifest)
+        self._wake(row)
+        return self.get(name, namespace)
+
+    def delete(
+        self, name: str, namespace: str = "default", *, wait: bool = True, grace: float | None = None
+    ) -> None:
+        """Delete the job: every replica gets SIGTERM, then SIGKILL after its terminationGracePeriodSeconds
+        (or ``grace``); then the job, its state and its logs are removed. ``wait``: return only then."""
+        row = self._row(name, namespace)
+        self.store.request_deletion(row.uid, time.time(), grace)
+        row = self.store.get_job(row.uid) or row
+        self._wake(row)
+        if row.supervisor_state != "running" or not self._supervisor_info(row).alive:
+            self.check_supervisor(row)
+        if not wait:
+            return
+        longest = grace if grace is not None else self._longest_grace(row)
+        deadline = time.time() + longest + 15.0
+        while time.time() < deadline:
+            current = self.store.get_job(row.uid)
+            if current is None:
+                return
+            self.check_supervisor(current)
+            time.sleep(POLL)
+        # The supervisor did not finish in time: do it ourselves, forcefully.
+        current = self.store.get_job(row.uid)
+        if current is not None:
+            if current.supervisor_pid is not None:
+                procs.kill_session(current.supervisor_pid, current.supervisor_ticks)
+            current.deletion_grace = 0.0
+            self._delete_without_supervisor(current)
+
+    def _longest_grace(self, row: JobRow) -> float:
+        graces = [DEFAULT_GRACE_SECONDS]
+        for rs in parse_job(row.manifest).replica_specs.values():
+            g = rs.pod_spec.get("terminationGracePeriodSeconds")
+            if isinstance(g, int | float) and not isinstance(g, bool):
+                graces.append(float(g))
+        return max(graces)
+
+    # ------------------------------------------------------------------------------------------
+    # waiting and logs
+
+    def wait(
+        self,
+        name: str,
+        conditions: Sequence[str] = ("Succeeded", "Failed"),
+        namespace: str = "default",
+        timeout: float | None = None,
+    ) -> TrainingJob:
+        """Block until one of ``conditions`` is True, or the job has finished in another way (then the
+        finished job is returned and the caller compares). Raises WaitTimeoutError, JobNotFoundError."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            job = self.get(name, namespace)
+            conds = (job.status.conditions if job.status else None) or []
+            if any(c.type in conditions and c.status == "True" for c in conds) or is_finished(job):
+                return job
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeoutError(name, conditions, timeout or 0.0, detect_state(job))
+            time.sleep(POLL)
+
+    def logs(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        replica: str | None = None,
+        container: str | None = None,
+        follow: bool = False,
+        previous: bool = False,
+    ) -> Iterator[LogLine]:
+        """Lines of the replicas' logs (newest attempt, or the one before with ``previous``); with
+        ``follow``, keeps reading (across restarts) until the job is finished and its processes ended."""
+        row = self._row(name, namespace)
+        follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
+        if not follow:
+            yield from follower.read_all()
+            return
+        yield from follower.follow()
+
+
+def mark_pod_lost(pod: dict[str, Any], reason: str, now: float) -> None:
+    """A pod whose supervisor died, reported as a kubelet reports the pods of a lost node."""
+    status = pod.setdefault("status", {})
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return
+    message = f"{reason}; the replica was stopped"
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(key) or []:
+            state = cs.get("state") or {}
+            if "terminated" in state:
+                continue
+            started = (state.get("running") or {}).get("startedAt", rfc3339(now))
+            cs["state"] = {
+                "terminated": {
+                    "exitCode": EXIT_SUPERVISOR_LOST,
+                    "reason": "SupervisorLost",
+                    "message": message,
+                    "startedAt": started,
+                    "finishedAt": rfc3339(now),
+                }
+            }
+            cs["ready"] = False
+            cs["started"] = False
+    status["phase"] = "Failed"
+    status["reason"] = "SupervisorLost"
+    status["message"] = message
+
+
+def stop_sessions(sessions: Sequence[tuple[int, int | None]], grace: float) -> None:
+    """SIGTERM each replica session, wait up to ``grace`` seconds, then SIGKILL whatever is left."""
+    if grace > 0:
+        for pid, ticks in sessions:
+            procs.signal_session(pid, ticks, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and any(procs.session_members(pid) for pid, _ in sessions):
+            time.sleep(0.05)
+    for pid, ticks in sessions:
+        procs.kill_session(pid, ticks)
+
+
+def build_objects(job: TrainingJob, backend: str) -> list[dict[str, Any]]:
+    """The objects the core creates in its first pass for ``job`` (nothing observed yet)."""
+    from trainop.core.observed import Observed
+    from trainop.core.plan import CreateObject
+    from trainop.core.reconcile import reconcile
+    from trainop.core.topology import LoopbackTopology, ServiceTopology, Topology
+    from trainop.frameworks.registry import REGISTRY
+
+    topology: Topology = (
+        ServiceTopology() if backend == "kubernetes" else LoopbackTopology(ports=_preview_ports(job))
+    )
+    plan = reconcile(job, Observed(job=job), REGISTRY.get(job.kind), topology, datetime.now(UTC))
+    return [a.obj for a in plan.actions if isinstance(a, CreateObject)]
+
+
+def _preview_ports(job: TrainingJob) -> dict[tuple[str, int], int]:
+    """Free ports for a dry run (a real submit registers its own; these only show the shape)."""
+    from trainop.api.defaults import apply_defaults
+
+    ports: dict[tuple[str, int], int] = {}
+    for rtype, spec in apply_defaults(job).replica_specs.items():
+        for i in range(max(spec.replicas or 0, 0)):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                ports[(rtype, i)] = int(s.getsockname()[1])
+    return ports
+
+
+class LogFollower:
+    """Reads the log files of a job's replicas (one per container per attempt), in order, following
+    new attempts as containers restart."""
+
+    def __init__(
+        self,
+        backend: LocalBackend,
+        row: JobRow,
+        *,
+        replica: str | None = None,
+        container: str | None = None,
+        previous: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.row = row
+        self.replica = replica
+        self.container = container
+        self.previous = previous
+        # (pod, container) → (attempt, open file, partial line)
+        self.open: dict[tuple[str, str], tuple[int, Any, bytes]] = {}
+
+    def _selected(self, p: ProcessRow) -> bool:
+        if p.pid is None and p.exit_code == 0 and self.container != p.container:
+            return False  # an operator helper the local backend did not need to run
+        label = replica_label(self.row.name, p.pod)
+        if self.replica is not None and self.replica not in (label, p.pod):
+            return False
+        return self.container is None or self.container == p.container
+
+    def _latest(self) -> dict[tuple[str, str], ProcessRow]:
+        by_key: dict[tuple[str, str], list[ProcessRow]] = {}
+        for p in self.backend.store.list_processes(self.row.uid):
+            if self._selected(p):
+                by_key.setdefault((p.pod, p.container), []).append(p)
+        out: dict[tuple[str, str], ProcessRow] = {}
+        for key, rows in by_key.items():
+            rows.sort(key=lambda r: r.attempt)
+            if self.previous:
+                if len(rows) >= 2:
+                    out[key] = rows[-2]
+            else:
+                out[key] = rows[-1]
+        return out
+
+    def read_all(self) -> Iterator[LogLine]:
+        latest = self._latest()
+        for (pod, cont), p in sorted(latest.items(), key=lambda kv: (kv[1].started_at, kv[0])):
+            try:
+                text = Path(p.log_path).read_bytes()
+            except OSError:
+                continue
+            for line in text.decode(errors="replace").splitlines():
+                yield LogLine(replica_label(self.row.name, pod), cont, p.attempt, line)
+
+    def _drain(self, key: tuple[str, str], final: bool) -> Iterator[LogLine]:
+        attempt, fh, partial = self.open[key]
+        data = partial + fh.read()
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if final and rest:
+            lines.append(rest)
+            rest = b""
+        self.open[key] = (attempt, fh, rest)
+        for line in lines:
+            yield LogLine(
+                replica_label(self.row.name, key[0]), key[1], attempt, line.decode(errors="replace")
+            )
+
+    def poll(self) -> Iterator[LogLine]:
+        """New lines since the last call (switching to newer attempts as they appear)."""
+        for key, p in sorted(self._latest().items(), key=lambda kv: (kv[1].started_at, kv[0])):
+            current = self.open.get(key)
+            if current is not None and current[0] != p.attempt:
+                yield from self._drain(key, final=True)
+                current[1].close()
+                del self.open[key]
+                current = None
+            if current is None:
+                try:
+                    fh = open(p.log_path, "rb")  # noqa: SIM115  (kept open across polls)
+                except OSError:
+                    continue
+                self.open[key] = (p.attempt, fh, b"")
+            yield from self._drain(key, final=p.finished_at is not None)
+
+    def follow(self, stop: Any = None) -> Iterator[LogLine]:
+        """Poll until the job is finished (or gone) and every selected process has ended."""
+        try:
+            while True:
+                yield from self.poll()
+                row = self.backend.store.get_job(self.row.uid)
+                if row is None:
+                    return
+                row = self.backend.check_supervisor(row)
+                job = parse_job({**row.manifest, "status": row.status})
+                unfinished = [
+                    p
+                    for p in self.backend.store.list_processes(row.uid, unfinished=True)
+                    if self._selected(p)
+                ]
+                if is_finished(job) and not unfinished:
+                    yield from self.poll()
+                    return
+                if stop is not None and stop():
+                    return
+                time.sleep(POLL)
+        finally:
+            for _, fh, _ in self.open.values():
+                fh.close()
+            self.open.clear()

@@ -1,0 +1,524 @@
+"""Pure translation of a Pod (as the core builds it) into the host processes the local backend runs.
+
+``build_pod_processes`` gives each container its argv, working directory and environment with the
+kubelet's rules (later duplicates win, ``$(VAR)`` expansion, fieldRef/resourceFieldRef), volume
+mount paths rewritten to host directories, and GPUs through CUDA_VISIBLE_DEVICES.
+``detect_pod_errors`` says, with a field path, what the local backend cannot run. No I/O here: the
+caller passes the host environment, hostname and directories in a ``LocalContext``.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+import shlex
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from trainop.api.constants import ENV_CUDA_VISIBLE_DEVICES, RESOURCE_NVIDIA_GPU
+from trainop.api.errors import FieldError, not_supported, required
+
+POD_IP = "127.0.0.1"
+DEFAULT_GRACE_SECONDS = 30.0  # pod.spec.terminationGracePeriodSeconds default
+
+# Helper containers the operator injects that have no job to do on one machine. They are marked
+# completed without running, and only when they are not part of the user's template.
+LOCAL_NOOP_HELPERS: Mapping[str, str] = {
+    # §3.4: waits until `<job>-master-0` resolves in cluster DNS; locally the master is 127.0.0.1.
+    "init-pytorch": "the master address is 127.0.0.1 on the local backend, so there is no DNS name to wait for",
+    # §3.9: copies kubectl into /opt/kube for kubexec.sh; the local backend's rsh agent needs no kubectl.
+    "kubectl-delivery": "the local backend's rsh agent replaces kubectl exec, so kubectl is not needed",
+}
+# The MPI ConfigMap key that holds the rsh agent (§3.9); locally it becomes build_rsh_agent's script.
+RSH_AGENT_KEY = "kubexec.sh"
+SUPPORTED_VOLUMES = ("emptyDir", "configMap", "hostPath")
+_FIELD_REFS = (
+    "metadata.name",
+    "metadata.namespace",
+    "metadata.uid",
+    "metadata.labels['<key>']",
+    "metadata.annotations['<key>']",
+    "spec.nodeName",
+    "spec.serviceAccountName",
+    "status.podIP",
+    "status.podIPs",
+    "status.hostIP",
+    "status.hostIPs",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LocalContext:
+    """What the pure render needs to know about the machine and the job."""
+
+    host_env: Mapping[str, str]
+    base_dir: str  # the manifest's directory: relative workingDir (and no workingDir) resolve here
+    hostname: str
+    cpu_count: int = 1
+    memory_bytes: int = 0
+    ephemeral_bytes: int = 0
+    volume_dirs: Mapping[str, str] = field(default_factory=dict)  # volume name → host directory
+    gpus: Mapping[str, Sequence[str]] = field(default_factory=dict)  # container name → GPU ids
+    machine_has_gpus: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSpec:
+    """One container as a host process. ``noop`` (a reason) marks an operator helper not run locally."""
+
+    container: str
+    init: bool
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]
+    noop: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PodProcesses:
+    init: tuple[ProcessSpec, ...]
+    main: tuple[ProcessSpec, ...]
+    restart_policy: str
+    grace_seconds: float
+
+
+# ---------------------------------------------------------------------------------------------------
+# $(VAR) expansion, exactly as the kubelet's forked golang expansion package does it.
+
+
+def expand_vars(text: str, lookup: Callable[[str], str | None]) -> str:
+    """``$(NAME)`` → its value (kept verbatim when unknown), ``$$`` → ``$``, anything else untouched."""
+    out: list[str] = []
+    checkpoint = 0
+    cursor = 0
+    n = len(text)
+    while cursor < n:
+        if text[cursor] == "$" and cursor + 1 < n:
+            out.append(text[checkpoint:cursor])
+            nxt = text[cursor + 1]
+            if nxt == "$":
+                out.append("$")
+                advance = 1
+            elif nxt == "(":
+                close = text.find(")", cursor + 2)
+                if close == -1:
+                    out.append("$(")  # incomplete reference: kept
+                    advance = 1
+                else:
+                    name = text[cursor + 2 : close]
+                    value = lookup(name)
+                    out.append(value if value is not None else f"$({name})")
+                    advance = close - cursor
+            else:
+                out.append("$" + nxt)
+                advance = 1
+            cursor += advance
+            checkpoint = cursor + 1
+        cursor += 1
+    return "".join(out) + text[checkpoint:]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Quantities (resource.Quantity) for resourceFieldRef and GPU counts.
+
+_SUFFIX = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+}
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+
+
+def parse_quantity(value: object) -> Decimal | None:
+    """A Kubernetes quantity (``500m``, ``2Gi``, ``1e3``, ``4``) as a Decimal; None when malformed."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if not isinstance(value, str):
+        return None
+    m = _QUANTITY.match(value.strip())
+    if not m or m.group(2) not in _SUFFIX:
+        return None
+    try:
+        return Decimal(m.group(1)) * _SUFFIX[m.group(2)]
+    except InvalidOperation:
+        return None
+
+
+def detect_gpu_count(container: Mapping[str, Any]) -> int:
+    """``resources.limits["nvidia.com/gpu"]`` of a container (GPUs are requested through limits)."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {} if isinstance(resources, dict) else {}
+    q = parse_quantity(limits.get(RESOURCE_NVIDIA_GPU)) if isinstance(limits, dict) else None
+    return int(q) if q is not None and q > 0 else 0
+
+
+def build_gpu_wants(pod: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(container name, GPU count) for each app container of ``pod`` that asks for GPUs."""
+    spec = pod.get("spec") or {}
+    return [
+        (str(c.get("name", "")), n)
+        for c in spec.get("containers") or []
+        if isinstance(c, dict) and (n := detect_gpu_count(c)) > 0
+    ]
+
+
+def _resource_value(
+    container: Mapping[str, Any], resource: str, divisor: object, ctx: LocalContext
+) -> str | None:
+    """resourceFieldRef, best effort: a missing limit is the machine's capacity (like node allocatable)."""
+    section, _, name = resource.partition(".")
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    capacity = {
+        "cpu": Decimal(ctx.cpu_count),
+        "memory": Decimal(ctx.memory_bytes),
+        "ephemeral-storage": Decimal(ctx.ephemeral_bytes),
+    }
+    if name not in capacity or section not in ("limits", "requests"):
+        return None
+    if section == "limits":
+        q = parse_quantity(limits.get(name)) if name in limits else capacity[name]
+    else:
+        # API defaulting: an unset request equals the limit; with neither, the request is zero.
+        raw = requests.get(name, limits.get(name))
+        q = parse_quantity(raw) if raw is not None else Decimal(0)
+    div = parse_quantity(divisor) if divisor not in (None, "") else Decimal(1)
+    if q is None or not div:
+        return None
+    return str(math.ceil(q / div))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Environment.
+
+
+def _field_ref(path: str, pod: Mapping[str, Any], ctx: LocalContext) -> str | None:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    simple = {
+        "metadata.name": meta.get("name", ""),
+        "metadata.namespace": meta.get("namespace", "default"),
+        "metadata.uid": meta.get("uid", ""),
+        "spec.nodeName": ctx.hostname,
+        "spec.serviceAccountName": spec.get("serviceAccountName", "default"),
+        "status.podIP": POD_IP,
+        "status.podIPs": POD_IP,
+        "status.hostIP": POD_IP,
+        "status.hostIPs": POD_IP,
+    }
+    if path in simple:
+        return str(simple[path])
+    m = re.fullmatch(r"metadata\.(labels|annotations)\['(.+)'\]", path)
+    if m:
+        return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
+    return None
+
+
+def build_container_env(
+    container: Mapping[str, Any], pod: Mapping[str, Any], ctx: LocalContext
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(the process environment, the container's own variables for command/args expansion).
+
+    Host env first, then the container's env list in order (later duplicates win; ``$(VAR)`` sees
+    only entries defined earlier in the list, like the kubelet), then what the local backend
+    injects (CUDA_VISIBLE_DEVICES).
+    """
+    own: dict[str, str] = {}
+    pod_containers = [c for c in ((pod.get("spec") or {}).get("containers") or []) if isinstance(c, dict)]
+    for entry in container.get("env") or []:
+        if not isinstance(entry, dict) or not entry.get("name"):
+            continue
+        name = str(entry["name"])
+        if "valueFrom" in entry and isinstance(entry["valueFrom"], dict):
+            vf = entry["valueFrom"]
+            value: str | None = None
+            if isinstance(vf.get("fieldRef"), dict):
+                value = _field_ref(str(vf["fieldRef"].get("fieldPath", "")), pod, ctx)
+            elif isinstance(vf.get("resourceFieldRef"), dict):
+                ref = vf["resourceFieldRef"]
+                target = container
+                if ref.get("containerName"):
+                    target = next(
+                        (c for c in pod_containers if c.get("name") == ref["containerName"]), container
+                    )
+                value = _resource_value(target, str(ref.get("resource", "")), ref.get("divisor"), ctx)
+            if value is None:
+                continue  # optional configMap/secret refs that cannot be resolved here
+            own[name] = value
+        else:
+            own[name] = expand_vars(str(entry.get("value", "")), own.get)
+    cname = str(container.get("name", ""))
+    if cname in ctx.gpus:
+        own[ENV_CUDA_VISIBLE_DEVICES] = ",".join(ctx.gpus[cname])
+    elif ctx.machine_has_gpus and ENV_CUDA_VISIBLE_DEVICES not in own:
+        # Like a pod without a GPU limit on a GPU node: it sees no GPU (they belong to other replicas).
+        own[ENV_CUDA_VISIBLE_DEVICES] = ""
+    env = {**ctx.host_env, **own}
+    return env, own
+
+
+# ---------------------------------------------------------------------------------------------------
+# Volumes: mount paths become host directories, in the strings a process receives.
+
+
+def build_mount_table(container: Mapping[str, Any], volume_dirs: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(mountPath, host path) for each of the container's mounts we can place, longest path first."""
+    out: list[tuple[str, str]] = []
+    for m in container.get("volumeMounts") or []:
+        if not isinstance(m, dict):
+            continue
+        host = volume_dirs.get(str(m.get("name", "")))
+        mount_path = str(m.get("mountPath", "")).rstrip("/")
+        if host is None or not mount_path:
+            continue
+        sub = str(m.get("subPath") or "").strip("/")
+        out.append((mount_path, f"{host.rstrip('/')}/{sub}" if sub else host))
+    return sorted(out, key=lambda t: len(t[0]), reverse=True)
+
+
+def rewrite_mount_paths(text: str, table: Sequence[tuple[str, str]]) -> str:
+    """Replace each mount path where it appears as a whole path (``/etc/mpi/hostfile``,
+    ``--dir=/data``), never inside a longer name (``/database``, ``/x/etc/mpi``)."""
+    if not table or "/" not in text:
+        return text
+    mapping = dict(table)
+    pattern = re.compile(r"(?<![\w.\-/])(" + "|".join(re.escape(p) for p, _ in table) + r")(?![\w.\-])")
+    return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+
+def build_configmap_files(
+    configmap: Mapping[str, Any], source: Mapping[str, Any], rsh_agent: str
+) -> dict[str, tuple[bytes, int]]:
+    """The files a configMap volume shows (relative path → (content, mode)), honouring ``items``,
+    ``defaultMode`` and item modes; the MPI rsh agent key gets the local agent instead."""
+    default_mode = source.get("defaultMode")
+    mode0 = int(default_mode) if isinstance(default_mode, int) else 0o644
+    data: dict[str, bytes] = {k: str(v).encode() for k, v in (configmap.get("data") or {}).items()}
+    for k, v in (configmap.get("binaryData") or {}).items():
+        data[k] = base64.b64decode(str(v))
+    if RSH_AGENT_KEY in data:
+        data[RSH_AGENT_KEY] = rsh_agent.encode()
+    items = source.get("items")
+    if not isinstance(items, list) or not items:
+        return {k: (v, mode0) for k, v in data.items()}
+    out: dict[str, tuple[bytes, int]] = {}
+    for item in items:
+        if not isinstance(item, dict) or item.get("key") not in data:
+            continue
+        mode = item.get("mode")
+        out[str(item.get("path") or item["key"])] = (
+            data[item["key"]],
+            int(mode) if isinstance(mode, int) else mode0,
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# The MPI rsh agent: stands in for `kubectl exec <pod> -- /bin/sh -c "<cmd>"` (kubexec.sh, §3.9).
+
+
+def build_rsh_agent(exec_dir: str) -> str:
+    """The script OpenMPI calls as ``<agent> <job>-worker-<i> <cmd…>``: it runs the command with that
+    replica's environment and working directory, from the context file the runner writes for it."""
+    d = shlex.quote(exec_dir.rstrip("/"))
+    return (
+        "#!/bin/sh\n"
+        "# trainop local backend: runs a command in a replica's context (replaces kubectl exec).\n"
+        'pod="$1"; shift\n'
+        f'ctx={d}/"$pod".sh\n'
+        'if [ ! -f "$ctx" ]; then\n'
+        '  echo "trainop rsh agent: replica $pod of this job is not running on this machine" >&2\n'
+        "  exit 255\n"
+        "fi\n"
+        'exec /bin/sh "$ctx" /bin/sh -c "$*"\n'
+    )
+
+
+def build_exec_context(spec: ProcessSpec) -> str:
+    """A shell script that runs ``"$@"`` exactly as ``spec``'s process runs: its env and directory."""
+    env = " ".join(shlex.quote(f"{k}={v}") for k, v in spec.env.items() if "=" not in k and "\0" not in v)
+    return f'#!/bin/sh\ncd {shlex.quote(spec.cwd)} || exit 1\nexec env -i {env} "$@"\n'
+
+
+# ---------------------------------------------------------------------------------------------------
+# Pod → processes.
+
+
+def _working_dir(container: Mapping[str, Any], table: Sequence[tuple[str, str]], ctx: LocalContext) -> str:
+    wd = container.get("workingDir")
+    if not wd:
+        return ctx.base_dir
+    wd = rewrite_mount_paths(str(wd), table)
+    if wd.startswith("/"):
+        return wd
+    return f"{ctx.base_dir.rstrip('/')}/{wd}".rstrip("/") if wd not in (".", "./") else ctx.base_dir
+
+
+def build_process(
+    container: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    ctx: LocalContext,
+    *,
+    init: bool,
+    noop: str | None = None,
+) -> ProcessSpec:
+    table = build_mount_table(container, ctx.volume_dirs)
+    env, own = build_container_env(container, pod, ctx)
+    env = {k: rewrite_mount_paths(v, table) if k in own else v for k, v in env.items()}
+    own = {k: env[k] for k in own}
+    argv = tuple(
+        rewrite_mount_paths(expand_vars(str(a), own.get), table)
+        for a in [*(container.get("command") or []), *(container.get("args") or [])]
+    )
+    return ProcessSpec(
+        container=str(container.get("name", "")),
+        init=init,
+        argv=argv,
+        cwd=_working_dir(container, table, ctx),
+        env=env,
+        noop=noop,
+    )
+
+
+def build_pod_processes(pod: Mapping[str, Any], ctx: LocalContext, template_init_count: int) -> PodProcesses:
+    """Every container of ``pod`` as a process spec. Init containers past the template's own
+    (``template_init_count``) that are known operator helpers become no-ops."""
+    spec = pod.get("spec") or {}
+    inits: list[ProcessSpec] = []
+    for i, c in enumerate(spec.get("initContainers") or []):
+        if not isinstance(c, dict):
+            continue
+        noop = LOCAL_NOOP_HELPERS.get(str(c.get("name"))) if i >= template_init_count else None
+        inits.append(build_process(c, pod, ctx, init=True, noop=noop))
+    mains = [
+        build_process(c, pod, ctx, init=False) for c in spec.get("containers") or [] if isinstance(c, dict)
+    ]
+    grace = spec.get("terminationGracePeriodSeconds")
+    return PodProcesses(
+        init=tuple(inits),
+        main=tuple(mains),
+        restart_policy=str(spec.get("restartPolicy") or "Always"),
+        grace_seconds=float(grace)
+        if isinstance(grace, int | float) and not isinstance(grace, bool)
+        else DEFAULT_GRACE_SECONDS,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# What the local backend cannot run, reported against the user's manifest.
+
+
+def _env_errors(path: str, container: Mapping[str, Any], limit: int) -> Iterable[FieldError]:
+    for j, entry in enumerate((container.get("env") or [])[:limit]):
+        vf = entry.get("valueFrom") if isinstance(entry, dict) else None
+        if not isinstance(vf, dict):
+            continue
+        epath = f"{path}.env[{j}].valueFrom"
+        if isinstance(vf.get("fieldRef"), dict):
+            fp = str(vf["fieldRef"].get("fieldPath", ""))
+            if _field_ref(fp, {"metadata": {}}, LocalContext({}, "/", "")) is None:
+                yield not_supported(f"{epath}.fieldRef.fieldPath", fp, _FIELD_REFS)
+        elif isinstance(vf.get("resourceFieldRef"), dict):
+            res = str(vf["resourceFieldRef"].get("resource", ""))
+            if _resource_value({}, res, None, LocalContext({}, "/", "", 1, 1, 1)) is None:
+                supported = [
+                    f"{s}.{r}" for s in ("limits", "requests") for r in ("cpu", "memory", "ephemeral-storage")
+                ]
+                yield not_supported(f"{epath}.resourceFieldRef.resource", res, supported)
+        else:
+            ref = next((k for k in ("configMapKeyRef", "secretKeyRef") if isinstance(vf.get(k), dict)), None)
+            if ref is not None and not vf[ref].get("optional"):
+                yield FieldError(
+                    f"{epath}.{ref}",
+                    "Forbidden: the local backend has no ConfigMaps or Secrets to read; "
+                    "put the value in env[].value (or mark the reference optional: true)",
+                )
+    for j, src in enumerate(container.get("envFrom") or []):
+        if isinstance(src, dict) and not any(isinstance(v, dict) and v.get("optional") for v in src.values()):
+            yield FieldError(
+                f"{path}.envFrom[{j}]",
+                "Forbidden: the local backend has no ConfigMaps or Secrets to read; list the variables under env",
+            )
+
+
+def detect_pod_errors(
+    pod: Mapping[str, Any], template: Mapping[str, Any], path: str, configmaps: Iterable[str] = ()
+) -> list[FieldError]:
+    """Why ``pod`` (built by the core from ``template``, found at ``path`` in the manifest) cannot run
+    as host processes. The core appends what it injects after the template's own entries, so an index
+    below the template's count is the user's and is reported at the user's path. ``configmaps``: the
+    ConfigMaps the job itself creates (the only ones that exist locally)."""
+    known_cms = set(configmaps)
+    spec = pod.get("spec") or {}
+    tspec = template.get("spec") or {}
+    errs: list[FieldError] = []
+    for key in ("initContainers", "containers"):
+        tcount = len(tspec.get(key) or [])
+        for i, c in enumerate(spec.get(key) or []):
+            if not isinstance(c, dict):
+                continue
+            cpath = f"{path}.template.spec.{key}[{i}]"
+            injected = i >= tcount
+            if not c.get("command") and not (
+                injected and key == "initContainers" and c.get("name") in LOCAL_NOOP_HELPERS
+            ):
+                where = (
+                    cpath if not injected else f"{path} (container {c.get('name')!r} added by the operator)"
+                )
+                errs.append(
+                    required(
+                        f"{where}.command" if not injected else where,
+                        "the local backend runs host processes, so each container needs a command "
+                        '(the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
+                    )
+                )
+            if not injected:
+                tenv = (
+                    len((tspec.get(key) or [])[i].get("env") or [])
+                    if isinstance((tspec.get(key) or [])[i], dict)
+                    else 0
+                )
+                errs.extend(_env_errors(cpath, c, tenv))
+    tvols = len(tspec.get("volumes") or [])
+    for i, v in enumerate((spec.get("volumes") or [])[:tvols]):
+        if not isinstance(v, dict):
+            continue
+        kinds = [k for k in v if k != "name"]
+        cm = v.get("configMap")
+        if isinstance(cm, dict) and cm.get("name") not in known_cms and not cm.get("optional"):
+            errs.append(
+                FieldError(
+                    f"{path}.template.spec.volumes[{i}].configMap.name",
+                    f'Not found: "{cm.get("name")}": the local backend has only the ConfigMaps the job itself '
+                    "creates; use a hostPath volume pointing at a local directory instead",
+                )
+            )
+        elif not any(k in SUPPORTED_VOLUMES for k in kinds):
+            errs.append(
+                FieldError(
+                    f"{path}.template.spec.volumes[{i}]",
+                    f'Unsupported value: "{kinds[0] if kinds else ""}": the local backend supports '
+                    "emptyDir (a per-replica directory), configMap (created by the job) and hostPath "
+                    "(used as is) volumes",
+                )
+            )
+    return errs

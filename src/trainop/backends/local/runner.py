@@ -1,0 +1,694 @@
+"""The local kubelet: runs each Pod the core creates as host processes and reports it as a kubelet would.
+
+Init containers run first, in order; then every container runs, each as a session leader (its own
+process group), with stdout and stderr in one log file per attempt. Restart semantics follow the
+kubelet: Always/OnFailure restart in place with exponential back-off (1 s doubling to a cap),
+Never leaves the container terminated; the pod phase is computed with the kubelet's rule. Deleting
+a pod sends SIGTERM to its sessions and SIGKILL after the grace period. The runner never decides
+anything about the job: it only runs pods and reports them (Kubernetes Pod JSON) for the core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from trainop.backends.local import procs
+from trainop.backends.local.paths import StatePaths
+from trainop.backends.local.render import (
+    POD_IP,
+    LocalContext,
+    PodProcesses,
+    ProcessSpec,
+    build_configmap_files,
+    build_exec_context,
+    build_gpu_wants,
+    build_pod_processes,
+    build_rsh_agent,
+)
+from trainop.backends.local.store import ProcessRow, Store
+
+BACKOFF_START = 1.0
+DEFAULT_BACKOFF_MAX = 10.0
+EXIT_START_ERROR = 128  # what containerd reports when a container cannot start
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(slots=True)
+class ContainerRun:
+    spec: ProcessSpec
+    image: str
+    restart_count: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    pid: int | None = None
+    ticks: int | None = None
+    attempt: int = -1
+    started_at: float | None = None
+    running: bool = False
+    terminated: dict[str, Any] | None = None  # current terminated state (no restart pending)
+    last_terminated: dict[str, Any] | None = None
+    waiting_reason: str = "ContainerCreating"
+    waiting_message: str = ""
+    next_start: float | None = None  # a start (or restart) is due at this time
+    backoff: float = BACKOFF_START
+
+    @property
+    def done_ok(self) -> bool:
+        return self.terminated is not None and self.terminated.get("exitCode") == 0
+
+
+@dataclass(slots=True)
+class PodRun:
+    obj: dict[str, Any]  # metadata + spec, as the core created it
+    created_at: float
+    frozen_status: dict[str, Any] | None = None  # a pod loaded from the store with nothing running
+    scheduled: bool = False
+    unschedulable: str = ""
+    pending_message: str = ""
+    start_time: float | None = None
+    plan: PodProcesses | None = None
+    inits: list[ContainerRun] = field(default_factory=list)
+    mains: list[ContainerRun] = field(default_factory=list)
+    deletion_ts: float | None = None
+    kill_at: float | None = None
+    grace: float = 30.0
+    transitions: dict[str, tuple[str, float]] = field(default_factory=dict)
+    gpus: dict[str, tuple[str, ...]] = field(default_factory=dict)  # container → GPU ids
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def restart_policy(self) -> str:
+        return str(self.obj.get("spec", {}).get("restartPolicy") or "Always")
+
+    def all_runs(self) -> list[ContainerRun]:
+        return [*self.inits, *self.mains]
+
+    def live(self) -> list[ContainerRun]:
+        return [c for c in self.all_runs() if c.running]
+
+
+@dataclass(frozen=True, slots=True)
+class JobIdentity:
+    uid: str
+    namespace: str
+    name: str
+
+
+class PodRunner:
+    """All pods of one job, driven by the supervisor: ``add``/``delete`` from the core's actions,
+    ``reap`` on SIGCHLD and ``tick`` on timers; ``pod_dicts`` is what the core observes."""
+
+    def __init__(
+        self,
+        store: Store,
+        paths: StatePaths,
+        job: JobIdentity,
+        context: LocalContext,
+        *,
+        gpu_inventory: tuple[str, ...] = (),
+        backoff_max: float = DEFAULT_BACKOFF_MAX,
+        template_init_count: Callable[[dict[str, Any]], int] = lambda pod: 0,
+        main_container: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.paths = paths
+        self.job = job
+        self.context = context
+        self.gpu_inventory = gpu_inventory
+        self.backoff_max = backoff_max
+        self.template_init_count = template_init_count
+        self.main_container = main_container
+        self.clock = clock
+        self.pods: dict[str, PodRun] = {}
+        self.by_pid: dict[int, tuple[PodRun, ContainerRun]] = {}
+        self.events: list[tuple[str, str, str]] = []  # (type, reason, message) for the job
+        self.changed = False
+
+    # ---- lifecycle from the core's actions ----
+    def add(self, pod: dict[str, Any]) -> None:
+        name = pod["metadata"]["name"]
+        if name in self.pods:
+            return  # AlreadyExists is success
+        now = self.clock()
+        pod.setdefault("metadata", {}).setdefault("creationTimestamp", rfc3339(now))
+        self.pods[name] = PodRun(obj=pod, created_at=now)
+        shutil.rmtree(
+            self.paths.job_dir(self.job.namespace, self.job.name) / "pods" / name, ignore_errors=True
+        )
+        self.changed = True
+
+    def restore(self, pod: dict[str, Any]) -> None:
+        """A pod from the store, run by an earlier supervisor: its last reported status is kept as is."""
+        status = pod.get("status") or {}
+        obj = {k: v for k, v in pod.items() if k != "status"}
+        self.pods[pod["metadata"]["name"]] = PodRun(obj=obj, created_at=self.clock(), frozen_status=status)
+
+    def delete(self, name: str, grace: float | None = None) -> None:
+        pod = self.pods.get(name)
+        if pod is None or pod.deletion_ts is not None:
+            return
+        now = self.clock()
+        pod.deletion_ts = now
+        pod.grace = (
+            pod.plan.grace_seconds if (grace is None and pod.plan) else (grace if grace is not None else 30.0)
+        )
+        pod.kill_at = now + pod.grace
+        for c in pod.all_runs():
+            c.next_start = None
+            if c.running and c.pid is not None:
+                procs.signal_session(c.pid, c.ticks, signal.SIGTERM if pod.grace > 0 else signal.SIGKILL)
+        self.changed = True
+
+    def delete_all(self, grace: float | None = None) -> None:
+        for name in list(self.pods):
+            self.delete(name, grace)
+
+    def update_configmap(self, cm: dict[str, Any]) -> None:
+        """A ConfigMap changed (MPI's discover_hosts.sh): refresh the volumes of running pods, like the
+        kubelet's periodic configMap sync."""
+        for pod in self.pods.values():
+            if pod.scheduled and pod.frozen_status is None:
+                for vol in (pod.obj.get("spec") or {}).get("volumes") or []:
+                    src = vol.get("configMap") if isinstance(vol, dict) else None
+                    if isinstance(src, dict) and src.get("name") == cm["metadata"]["name"]:
+                        self._write_configmap_volume(pod, vol, cm)
+
+    # ---- process events ----
+    def reap(self) -> None:
+        """Collect every exited child (our replicas, and orphans re-parented to us as subreaper)."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            entry = self.by_pid.pop(pid, None)
+            if entry is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            if code < 0:
+                code = 128 - code  # killed by signal n → 128 + n, as container runtimes report it
+            pod, c = entry
+            if c.proc is not None:
+                c.proc.returncode = code  # reaped here; keep Popen from waiting on it again
+            self._on_exit(pod, c, code)
+
+    def _on_exit(self, pod: PodRun, c: ContainerRun, code: int) -> None:
+        now = self.clock()
+        # A container ends with its main process: whatever it left behind in its session goes too.
+        if c.pid is not None:
+            procs.signal_session(c.pid, None, signal.SIGKILL)
+        self.store.finish_process(self.job.uid, pod.name, c.spec.container, c.attempt, code, now)
+        term = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": rfc3339(c.started_at or now),
+            "finishedAt": rfc3339(now),
+            "containerID": f"local://{c.pid}",
+        }
+        ran = now - (c.started_at or now)
+        c.running, c.proc = False, None
+        self._terminated(pod, c, term, ran)
+
+    def _terminated(self, pod: PodRun, c: ContainerRun, term: dict[str, Any], ran: float) -> None:
+        now = self.clock()
+        self.changed = True
+        policy = pod.restart_policy
+        code = int(term["exitCode"])
+        restart = pod.deletion_ts is None and (
+            (policy == "Always" and not c.spec.init) or (policy != "Never" and code != 0)
+        )
+        if not restart:
+            c.terminated = term
+            return
+        # kubelet crash-loop back-off: 1 s, doubling to the cap; reset after a long enough good run.
+        if ran >= 2 * self.backoff_max:
+            c.backoff = BACKOFF_START
+        delay = c.backoff
+        c.backoff = min(c.backoff * 2, self.backoff_max)
+        c.terminated = None
+        c.last_terminated = term
+        c.waiting_reason = "CrashLoopBackOff"
+        c.waiting_message = (
+            f"back-off {delay:g}s restarting failed container={c.spec.container} pod={pod.name}"
+        )
+        c.next_start = now + delay
+
+    # ---- the periodic step ----
+    def tick(self) -> None:
+        now = self.clock()
+        for pod in list(self.pods.values()):
+            if pod.frozen_status is not None:
+                if pod.deletion_ts is not None:
+                    self._finalize(pod)
+                continue
+            if pod.deletion_ts is not None:
+                self._progress_deletion(pod, now)
+                continue
+            if not pod.scheduled and not self._schedule(pod, now):
+                continue
+            if pod.plan is None and not self._prepare(pod, now):
+                continue
+            self._progress(pod, now)
+
+    def _schedule(self, pod: PodRun, now: float) -> bool:
+        wants = build_gpu_wants(pod.obj)
+        if wants:
+            total = sum(n for _, n in wants)
+            got = self.store.allocate_gpus(self.job.uid, pod.name, wants, self.gpu_inventory)
+            if got is None:
+                in_use = len(self.store.gpus_in_use())
+                free = len([g for g in self.gpu_inventory if g not in self.store.gpus_in_use()])
+                if not self.gpu_inventory:
+                    msg = (
+                        f"0/1 nodes are available: insufficient nvidia.com/gpu: pod {pod.name} needs {total} "
+                        "and this machine has none (nvidia-smi lists no GPU; TRAINOP_GPUS overrides the inventory)"
+                    )
+                else:
+                    msg = (
+                        f"0/1 nodes are available: insufficient nvidia.com/gpu: pod {pod.name} needs {total}, "
+                        f"{free} of {len(self.gpu_inventory)} are free ({in_use} in use by running jobs); "
+                        "it starts when enough are released"
+                    )
+                if msg != pod.unschedulable:
+                    pod.unschedulable = msg
+                    self.events.append(("Warning", "FailedScheduling", msg))
+                    self.changed = True
+                return False
+            gpus = {k: tuple(v) for k, v in got.items()}
+        else:
+            gpus = {}
+        pod.scheduled, pod.unschedulable, pod.start_time = True, "", now
+        pod.obj.setdefault("spec", {})["nodeName"] = self.context.hostname
+        pod.gpus = gpus
+        self.changed = True
+        return True
+
+    def _prepare(self, pod: PodRun, now: float) -> bool:
+        """Materialise volumes and build the process specs; False while a ConfigMap is missing."""
+        volume_dirs: dict[str, str] = {}
+        for vol in (pod.obj.get("spec") or {}).get("volumes") or []:
+            if not isinstance(vol, dict):
+                continue
+            vname = str(vol.get("name", ""))
+            target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, vname)
+            if isinstance(vol.get("hostPath"), dict):
+                volume_dirs[vname] = str(vol["hostPath"].get("path", ""))
+            elif isinstance(vol.get("configMap"), dict):
+                cm_name = str(vol["configMap"].get("name", ""))
+                cms = [
+                    o
+                    for o in self.store.list_objects(self.job.uid, "ConfigMap")
+                    if o["metadata"]["name"] == cm_name
+                ]
+                if not cms:
+                    if vol["configMap"].get("optional"):
+                        target.mkdir(parents=True, exist_ok=True)
+                        volume_dirs[vname] = str(target)
+                        continue
+                    msg = f'MountVolume.SetUp failed for volume "{vname}": configmap "{cm_name}" not found'
+                    if pod.pending_message != msg:
+                        pod.pending_message = msg
+                        self.changed = True
+                    return False
+                self._write_configmap_volume(pod, vol, cms[0])
+                volume_dirs[vname] = str(target)
+            else:  # emptyDir (anything else was rejected at submit)
+                target.mkdir(parents=True, exist_ok=True)
+                volume_dirs[vname] = str(target)
+        ctx = LocalContext(
+            host_env=self.context.host_env,
+            base_dir=self.context.base_dir,
+            hostname=self.context.hostname,
+            cpu_count=self.context.cpu_count,
+            memory_bytes=self.context.memory_bytes,
+            ephemeral_bytes=self.context.ephemeral_bytes,
+            volume_dirs=volume_dirs,
+            gpus=pod.gpus,
+            machine_has_gpus=bool(self.gpu_inventory),
+        )
+        pod.plan = build_pod_processes(pod.obj, ctx, self.template_init_count(pod.obj))
+        pod.grace = pod.plan.grace_seconds
+        images = {
+            str(c.get("name")): str(c.get("image", ""))
+            for key in ("initContainers", "containers")
+            for c in (pod.obj.get("spec") or {}).get(key) or []
+            if isinstance(c, dict)
+        }
+        pod.inits = [
+            ContainerRun(s, images.get(s.container, ""), waiting_reason="PodInitializing")
+            for s in pod.plan.init
+        ]
+        pod.mains = [
+            ContainerRun(s, images.get(s.container, ""), waiting_reason="PodInitializing")
+            for s in pod.plan.main
+        ]
+        for c in pod.inits[:1] if pod.inits else pod.mains:
+            c.waiting_reason = "ContainerCreating"
+        pod.pending_message = ""
+        self.changed = True
+        return True
+
+    def _write_configmap_volume(self, pod: PodRun, vol: dict[str, Any], cm: dict[str, Any]) -> None:
+        target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, str(vol.get("name", "")))
+        target.mkdir(parents=True, exist_ok=True)
+        exec_dir = self.paths.exec_context(self.job.namespace, self.job.name, "x").parent
+        files = build_configmap_files(cm, vol["configMap"], build_rsh_agent(str(exec_dir)))
+        for rel, (content, mode) in files.items():
+            path = target / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(content)
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)  # atomic, so a reader never sees half a hostfile
+
+    def _progress(self, pod: PodRun, now: float) -> None:
+        # Init containers: one at a time, in order; the app containers start once all succeeded.
+        for c in pod.inits:
+            if c.done_ok:
+                continue
+            if not c.running and c.terminated is None and _due(c, now):
+                self._start(pod, c, now)
+            if not c.done_ok:
+                return  # running, backing off, or failed under restartPolicy Never
+        for c in pod.mains:
+            if not c.running and c.terminated is None and _due(c, now):
+                self._start(pod, c, now)
+        if pod.gpus and compute_phase(pod) in ("Succeeded", "Failed"):
+            self.store.release_gpus(self.job.uid, pod.name)
+            pod.gpus = {}
+
+    def _start(self, pod: PodRun, c: ContainerRun, now: float) -> None:
+        self.changed = True
+        c.next_start = None
+        if c.attempt >= 0:
+            c.restart_count += 1
+        c.attempt = self.store.next_attempt(self.job.uid, pod.name, c.spec.container)
+        log_path = self.paths.container_log(
+            self.job.namespace, self.job.name, pod.name, c.spec.container, c.attempt
+        )
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        c.started_at = now
+        if c.spec.noop is not None:
+            log_path.write_text(
+                f"[trainop] {c.spec.container}: not run on the local backend: {c.spec.noop}\n"
+            )
+            self.store.add_process(self._row(pod, c, None, None, now, str(log_path), finished=0))
+            c.terminated = {
+                "exitCode": 0,
+                "reason": "Completed",
+                "message": f"not run on the local backend: {c.spec.noop}",
+                "startedAt": rfc3339(now),
+                "finishedAt": rfc3339(now),
+            }
+            return
+        with open(log_path, "ab", buffering=0) as log:
+            try:
+                proc = subprocess.Popen(
+                    list(c.spec.argv),
+                    cwd=c.spec.cwd,
+                    env=dict(c.spec.env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own session and process group: killed as a whole
+                    close_fds=True,
+                )
+            except (OSError, ValueError) as exc:
+                msg = _start_error_message(c.spec, exc)
+                log.write(f"[trainop] {msg}\n".encode())
+                self.store.add_process(
+                    self._row(pod, c, None, None, now, str(log_path), finished=EXIT_START_ERROR)
+                )
+                term = {
+                    "exitCode": EXIT_START_ERROR,
+                    "reason": "StartError",
+                    "message": msg,
+                    "startedAt": rfc3339(now),
+                    "finishedAt": rfc3339(now),
+                }
+                self._terminated(pod, c, term, 0.0)
+                return
+        c.proc, c.pid, c.running = proc, proc.pid, True
+        c.ticks = procs.start_ticks(proc.pid)
+        self.by_pid[proc.pid] = (pod, c)
+        self.store.add_process(self._row(pod, c, proc.pid, c.ticks, now, str(log_path)))
+        if not c.spec.init and c.spec.container == self._exec_container(pod):
+            self._write_exec_context(pod, c.spec)
+
+    def _exec_container(self, pod: PodRun) -> str:
+        """The container ``kubectl exec`` would pick: MPI's mainContainer if the pod has it, else the first."""
+        names = [c.spec.container for c in pod.mains]
+        if self.main_container in names:
+            return str(self.main_container)
+        return names[0] if names else ""
+
+    def _write_exec_context(self, pod: PodRun, spec: ProcessSpec) -> None:
+        path = self.paths.exec_context(self.job.namespace, self.job.name, pod.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(build_exec_context(spec))
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, path)
+
+    def _row(
+        self,
+        pod: PodRun,
+        c: ContainerRun,
+        pid: int | None,
+        ticks: int | None,
+        now: float,
+        log: str,
+        finished: int | None = None,
+    ) -> ProcessRow:
+        return ProcessRow(
+            job_uid=self.job.uid,
+            pod=pod.name,
+            container=c.spec.container,
+            attempt=c.attempt,
+            pod_uid=str(pod.obj["metadata"].get("uid", "")),
+            init=c.spec.init,
+            pid=pid,
+            ticks=ticks,
+            boot=procs.boot_id(),
+            started_at=now,
+            finished_at=now if finished is not None else None,
+            exit_code=finished,
+            log_path=log,
+        )
+
+    def _progress_deletion(self, pod: PodRun, now: float) -> None:
+        live = pod.live()
+        if live and pod.kill_at is not None and now >= pod.kill_at:
+            for c in live:
+                if c.pid is not None:
+                    procs.signal_session(c.pid, c.ticks, signal.SIGKILL)
+            pod.kill_at = now + 1.0  # keep insisting until the kernel reports them gone
+        if not live:
+            self._finalize(pod)
+
+    def _finalize(self, pod: PodRun) -> None:
+        self.store.release_gpus(self.job.uid, pod.name)
+        jobdir = self.paths.job_dir(self.job.namespace, self.job.name)
+        shutil.rmtree(jobdir / "pods" / pod.name, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            self.paths.exec_context(self.job.namespace, self.job.name, pod.name).unlink()
+        del self.pods[pod.name]
+        self.store.remove_pod(self.job.uid, pod.name)
+        self.changed = True
+
+    # ---- timers and observation ----
+    def next_wakeup(self) -> float | None:
+        times = [
+            t
+            for pod in self.pods.values()
+            for t in (
+                pod.kill_at if pod.deletion_ts is not None else None,
+                *(c.next_start for c in pod.all_runs()),
+            )
+            if t is not None
+        ]
+        return min(times) if times else None
+
+    def has_live_processes(self) -> bool:
+        return bool(self.by_pid)
+
+    def is_idle(self) -> bool:
+        """No process running, none due to start and no pod being deleted: nothing left to supervise."""
+        return (
+            not self.by_pid
+            and self.next_wakeup() is None
+            and all(p.deletion_ts is None for p in self.pods.values())
+        )
+
+    def pod_dicts(self) -> list[dict[str, Any]]:
+        return [self.pod_dict(p) for p in self.pods.values()]
+
+    def pod_dict(self, pod: PodRun) -> dict[str, Any]:
+        obj = dict(pod.obj)
+        meta = dict(obj.get("metadata") or {})
+        if pod.deletion_ts is not None:
+            meta["deletionTimestamp"] = rfc3339(pod.deletion_ts)
+            meta["deletionGracePeriodSeconds"] = int(pod.grace)
+        obj["metadata"] = meta
+        obj["status"] = pod.frozen_status if pod.frozen_status is not None else self._status(pod)
+        return obj
+
+    def _condition(
+        self, pod: PodRun, ctype: str, status: str, reason: str = "", message: str = ""
+    ) -> dict[str, Any]:
+        prev = pod.transitions.get(ctype)
+        if prev is None or prev[0] != status:
+            pod.transitions[ctype] = (status, self.clock())
+        cond: dict[str, Any] = {
+            "type": ctype,
+            "status": status,
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(pod.transitions[ctype][1]),
+        }
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        return cond
+
+    def _status(self, pod: PodRun) -> dict[str, Any]:
+        phase = compute_phase(pod)
+        status: dict[str, Any] = {"phase": phase}
+        if not pod.scheduled:
+            status["conditions"] = [
+                self._condition(pod, "PodScheduled", "False", "Unschedulable", pod.unschedulable)
+            ]
+            return status
+        incomplete_init = [c.spec.container for c in pod.inits if not c.done_ok]
+        unready = [c.spec.container for c in pod.mains if not c.running]
+        conds = [
+            self._condition(pod, "PodScheduled", "True"),
+            self._condition(
+                pod,
+                "Initialized",
+                "False" if incomplete_init else "True",
+                "ContainersNotInitialized" if incomplete_init else "",
+                f"containers with incomplete status: [{' '.join(incomplete_init)}]"
+                if incomplete_init
+                else "",
+            ),
+        ]
+        for ctype in ("ContainersReady", "Ready"):
+            conds.append(
+                self._condition(
+                    pod,
+                    ctype,
+                    "False" if unready or not pod.mains else "True",
+                    "ContainersNotReady" if unready else ("PodCompleted" if phase == "Succeeded" else ""),
+                    f"containers with unready status: [{' '.join(unready)}]" if unready else "",
+                )
+            )
+        status["conditions"] = conds
+        status["hostIP"] = POD_IP
+        status["podIP"] = POD_IP
+        status["podIPs"] = [{"ip": POD_IP}]
+        status["startTime"] = rfc3339(pod.start_time or pod.created_at)
+        if pod.pending_message:
+            status["message"] = pod.pending_message
+        if pod.inits:
+            status["initContainerStatuses"] = [_container_status(c) for c in pod.inits]
+        status["containerStatuses"] = [_container_status(c) for c in pod.mains] if pod.mains else []
+        status["qosClass"] = "BestEffort"
+        return status
+
+
+def _container_status(c: ContainerRun) -> dict[str, Any]:
+    if c.running:
+        state: dict[str, Any] = {"running": {"startedAt": rfc3339(c.started_at or 0)}}
+    elif c.terminated is not None:
+        state = {"terminated": c.terminated}
+    else:
+        waiting: dict[str, Any] = {"reason": c.waiting_reason}
+        if c.waiting_message:
+            waiting["message"] = c.waiting_message
+        state = {"waiting": waiting}
+    out: dict[str, Any] = {
+        "name": c.spec.container,
+        "image": c.image,
+        "imageID": "",
+        "ready": c.running,
+        "started": c.running,
+        "restartCount": c.restart_count,
+        "state": state,
+        "lastState": {"terminated": c.last_terminated} if c.last_terminated else {},
+    }
+    if c.pid is not None:
+        out["containerID"] = f"local://{c.pid}"
+    return out
+
+
+def compute_phase(pod: PodRun) -> str:
+    """The kubelet's pod phase rule (pkg/kubelet/kubelet_pods.go getPhase), over our containers."""
+    if pod.frozen_status is not None:
+        return str(pod.frozen_status.get("phase", "Failed"))
+    if not pod.scheduled or pod.plan is None:
+        return "Pending"
+    policy = pod.restart_policy
+    for c in pod.inits:
+        if c.terminated is not None and not c.done_ok and policy == "Never":
+            return "Failed"
+        if not c.done_ok:
+            return "Pending"
+    running = waiting = stopped = succeeded = 0
+    for c in pod.mains:
+        if c.running:
+            running += 1
+        elif c.terminated is not None:
+            stopped += 1
+            succeeded += c.done_ok
+        elif c.last_terminated is not None:
+            stopped += 1  # crash-looping: counts as stopped, like the kubelet
+        else:
+            waiting += 1
+    if waiting > 0:
+        return "Pending"
+    if running > 0:
+        return "Running"
+    if stopped > 0:
+        if policy == "Always":
+            return "Running"
+        if stopped == succeeded:
+            return "Succeeded"
+        if policy == "Never":
+            return "Failed"
+        return "Running"
+    return "Pending"
+
+
+def _start_error_message(spec: ProcessSpec, exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError) and exc.filename == spec.cwd:
+        return f"failed to start container {spec.container!r}: working directory {spec.cwd!r} does not exist"
+    if isinstance(exc, FileNotFoundError):
+        return f'failed to start container {spec.container!r}: exec: "{spec.argv[0] if spec.argv else ""}": executable file not found in $PATH'
+    if isinstance(exc, NotADirectoryError):
+        return (
+            f"failed to start container {spec.container!r}: working directory {spec.cwd!r} is not a directory"
+        )
+    return f"failed to start container {spec.container!r}: {exc}"
+
+
+def _due(c: ContainerRun, now: float) -> bool:
+    """Never started yet, or its back-off has run out."""
+    return c.attempt < 0 or (c.next_start is not None and c.next_start <= now)

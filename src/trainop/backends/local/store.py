@@ -1,0 +1,512 @@
+"""The local backend's state: one SQLite database (WAL) under ``$TRAINOP_HOME``, shared by every shell.
+
+Holds jobs (manifest, status, supervisor identity), their pods as Kubernetes JSON, other owned
+objects (Services, ConfigMaps …), events, the replica processes and their log files, and the port
+and GPU registries that keep concurrent jobs apart. Every write is a short transaction, so another
+process sees live state and a crash loses nothing committed. I/O adapter: it decides nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trainop.backends.base import JobAlreadyExistsError
+from trainop.backends.local.paths import StatePaths
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    uid TEXT PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT '{}',
+    base_dir TEXT NOT NULL,
+    host_env TEXT NOT NULL,
+    generation INTEGER NOT NULL DEFAULT 1,
+    created_at REAL NOT NULL,
+    deletion_requested_at REAL,
+    deletion_grace REAL,
+    supervisor_state TEXT NOT NULL DEFAULT 'starting',
+    supervisor_pid INTEGER,
+    supervisor_ticks INTEGER,
+    supervisor_boot TEXT,
+    supervisor_since REAL,
+    UNIQUE (namespace, name)
+);
+CREATE TABLE IF NOT EXISTS pods (
+    job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    obj TEXT NOT NULL,
+    PRIMARY KEY (job_uid, name)
+);
+CREATE TABLE IF NOT EXISTS objects (
+    job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    obj TEXT NOT NULL,
+    PRIMARY KEY (job_uid, kind, name)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
+    type TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    message TEXT NOT NULL,
+    count INTEGER NOT NULL DEFAULT 1,
+    first_ts REAL NOT NULL,
+    last_ts REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_job ON events (job_uid, type, reason, message);
+CREATE TABLE IF NOT EXISTS processes (
+    job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
+    pod TEXT NOT NULL,
+    container TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    pod_uid TEXT NOT NULL,
+    init INTEGER NOT NULL,
+    pid INTEGER,
+    ticks INTEGER,
+    boot TEXT,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    exit_code INTEGER,
+    log_path TEXT NOT NULL,
+    PRIMARY KEY (job_uid, pod, container, attempt)
+);
+CREATE TABLE IF NOT EXISTS ports (
+    port INTEGER PRIMARY KEY,
+    job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
+    replica_type TEXT NOT NULL,
+    replica_index INTEGER NOT NULL,
+    UNIQUE (job_uid, replica_type, replica_index)
+);
+CREATE TABLE IF NOT EXISTS gpus (
+    gpu TEXT PRIMARY KEY,
+    job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
+    pod TEXT NOT NULL,
+    container TEXT NOT NULL
+);
+"""
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=False)
+
+
+@dataclass(slots=True)
+class JobRow:
+    uid: str
+    namespace: str
+    name: str
+    kind: str
+    manifest: dict[str, Any]
+    status: dict[str, Any]
+    base_dir: str
+    host_env: dict[str, str]
+    generation: int
+    created_at: float
+    deletion_requested_at: float | None = None
+    deletion_grace: float | None = None
+    supervisor_state: str = "starting"  # starting | running | exited
+    supervisor_pid: int | None = None
+    supervisor_ticks: int | None = None
+    supervisor_boot: str | None = None
+    supervisor_since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    type: str
+    reason: str
+    message: str
+    count: int
+    first_ts: float
+    last_ts: float
+
+
+@dataclass(slots=True)
+class ProcessRow:
+    job_uid: str
+    pod: str
+    container: str
+    attempt: int
+    pod_uid: str
+    init: bool
+    pid: int | None
+    ticks: int | None
+    boot: str | None
+    started_at: float
+    finished_at: float | None
+    exit_code: int | None
+    log_path: str
+
+
+_JOB_COLUMNS = (
+    "uid, namespace, name, kind, manifest, status, base_dir, host_env, generation, created_at, "
+    "deletion_requested_at, deletion_grace, supervisor_state, supervisor_pid, supervisor_ticks, "
+    "supervisor_boot, supervisor_since"
+)
+
+
+def _job_from_row(r: Sequence[Any]) -> JobRow:
+    return JobRow(
+        uid=r[0],
+        namespace=r[1],
+        name=r[2],
+        kind=r[3],
+        manifest=json.loads(r[4]),
+        status=json.loads(r[5]),
+        base_dir=r[6],
+        host_env=json.loads(r[7]),
+        generation=r[8],
+        created_at=r[9],
+        deletion_requested_at=r[10],
+        deletion_grace=r[11],
+        supervisor_state=r[12],
+        supervisor_pid=r[13],
+        supervisor_ticks=r[14],
+        supervisor_boot=r[15],
+        supervisor_since=r[16],
+    )
+
+
+class Store:
+    """One connection to the state database; cheap to open, safe to use from several processes."""
+
+    def __init__(self, paths: StatePaths) -> None:
+        self.paths = paths
+        fresh = not paths.db.exists()
+        # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so a writer waits for the lock
+        # up front (busy_timeout) instead of failing half-way through a read-then-write.
+        self.conn = sqlite3.connect(paths.db, timeout=30.0, isolation_level=None, check_same_thread=False)
+        if fresh:
+            with contextlib.suppress(OSError):
+                os.chmod(paths.db, 0o600)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute("PRAGMA busy_timeout=30000")
+        if self.conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            with self.tx():
+                # one statement at a time: executescript() would COMMIT our transaction
+                for stmt in _SCHEMA.split(";"):
+                    if stmt.strip():
+                        self.conn.execute(stmt)
+                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextlib.contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes the database lock at once (BEGIN IMMEDIATE)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # ---- jobs ----
+    def insert_job(self, row: JobRow) -> None:
+        try:
+            with self.tx() as c:
+                c.execute(
+                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+                    (
+                        row.uid,
+                        row.namespace,
+                        row.name,
+                        row.kind,
+                        _dumps(row.manifest),
+                        _dumps(row.status),
+                        row.base_dir,
+                        _dumps(row.host_env),
+                        row.generation,
+                        row.created_at,
+                        row.deletion_requested_at,
+                        row.deletion_grace,
+                        row.supervisor_state,
+                        row.supervisor_pid,
+                        row.supervisor_ticks,
+                        row.supervisor_boot,
+                        row.supervisor_since,
+                    ),
+                )
+        except sqlite3.IntegrityError:
+            existing = self.find_job(row.namespace, row.name)
+            raise JobAlreadyExistsError(
+                row.name, row.namespace, existing.kind if existing else row.kind
+            ) from None
+
+    def get_job(self, uid: str) -> JobRow | None:
+        r = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE uid = ?", (uid,)).fetchone()
+        return _job_from_row(r) if r else None
+
+    def find_job(self, namespace: str, name: str) -> JobRow | None:
+        r = self.conn.execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)
+        ).fetchone()
+        return _job_from_row(r) if r else None
+
+    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[JobRow]:
+        sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE 1=1"
+        args: list[Any] = []
+        if namespace is not None:
+            sql += " AND namespace = ?"
+            args.append(namespace)
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        return [_job_from_row(r) for r in self.conn.execute(sql + " ORDER BY created_at, name", args)]
+
+    def job_generation(self, uid: str) -> tuple[int, float | None] | None:
+        """(generation, deletion_requested_at): the cheap poll a supervisor runs between passes."""
+        r = self.conn.execute(
+            "SELECT generation, deletion_requested_at FROM jobs WHERE uid = ?", (uid,)
+        ).fetchone()
+        return (r[0], r[1]) if r else None
+
+    def write_status(self, uid: str, status: dict[str, Any]) -> None:
+        with self.tx() as c:
+            c.execute("UPDATE jobs SET status = ? WHERE uid = ?", (_dumps(status), uid))
+
+    def write_manifest(self, uid: str, manifest: dict[str, Any]) -> int:
+        """Replace the job's manifest (a user update such as suspend); returns the new generation."""
+        with self.tx() as c:
+            c.execute(
+                "UPDATE jobs SET manifest = ?, generation = generation + 1 WHERE uid = ?",
+                (_dumps(manifest), uid),
+            )
+            r = c.execute("SELECT generation FROM jobs WHERE uid = ?", (uid,)).fetchone()
+        return int(r[0]) if r else 0
+
+    def request_deletion(self, uid: str, now: float, grace: float | None) -> None:
+        with self.tx() as c:
+            c.execute(
+                "UPDATE jobs SET deletion_requested_at = COALESCE(deletion_requested_at, ?), "
+                "deletion_grace = ?, generation = generation + 1 WHERE uid = ?",
+                (now, grace, uid),
+            )
+
+    def delete_job(self, uid: str) -> None:
+        """Remove the job and, by cascade, its pods, objects, events, processes, ports and GPUs."""
+        with self.tx() as c:
+            c.execute("DELETE FROM jobs WHERE uid = ?", (uid,))
+
+    # ---- supervisor identity ----
+    def claim_supervisor(self, uid: str, pid: int, ticks: int | None, boot: str, now: float) -> bool:
+        """A starting supervisor takes the job; False when another one already holds it."""
+        with self.tx() as c:
+            cur = c.execute(
+                "UPDATE jobs SET supervisor_state = 'running', supervisor_pid = ?, supervisor_ticks = ?, "
+                "supervisor_boot = ?, supervisor_since = ? WHERE uid = ? AND supervisor_state = 'starting'",
+                (pid, ticks, boot, now, uid),
+            )
+        return cur.rowcount == 1
+
+    def release_supervisor(self, uid: str, pid: int) -> None:
+        with self.tx() as c:
+            c.execute(
+                "UPDATE jobs SET supervisor_state = 'exited', supervisor_pid = NULL, supervisor_since = NULL "
+                "WHERE uid = ? AND supervisor_pid = ?",
+                (uid, pid),
+            )
+
+    def mark_supervisor_starting(self, row: JobRow, now: float) -> bool:
+        """Compare-and-swap from the state ``row`` shows to 'starting'; True for the one caller that wins
+        (so two shells that notice a lost supervisor at once start only one replacement)."""
+        with self.tx() as c:
+            cur = c.execute(
+                "UPDATE jobs SET supervisor_state = 'starting', supervisor_pid = NULL, supervisor_ticks = NULL, "
+                "supervisor_boot = NULL, supervisor_since = ? WHERE uid = ? AND supervisor_state = ? "
+                "AND supervisor_pid IS ? AND supervisor_since IS ?",
+                (now, row.uid, row.supervisor_state, row.supervisor_pid, row.supervisor_since),
+            )
+        return cur.rowcount == 1
+
+    # ---- pods and other owned objects ----
+    def write_pod(self, uid: str, pod: dict[str, Any]) -> None:
+        with self.tx() as c:
+            c.execute(
+                "INSERT INTO pods (job_uid, name, obj) VALUES (?, ?, ?) "
+                "ON CONFLICT (job_uid, name) DO UPDATE SET obj = excluded.obj",
+                (uid, pod["metadata"]["name"], _dumps(pod)),
+            )
+
+    def write_pods(self, uid: str, pods: Sequence[dict[str, Any]]) -> None:
+        with self.tx() as c:
+            c.executemany(
+                "INSERT INTO pods (job_uid, name, obj) VALUES (?, ?, ?) "
+                "ON CONFLICT (job_uid, name) DO UPDATE SET obj = excluded.obj",
+                [(uid, p["metadata"]["name"], _dumps(p)) for p in pods],
+            )
+
+    def remove_pod(self, uid: str, name: str) -> None:
+        with self.tx() as c:
+            c.execute("DELETE FROM pods WHERE job_uid = ? AND name = ?", (uid, name))
+
+    def list_pods(self, uid: str) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT obj FROM pods WHERE job_uid = ? ORDER BY name", (uid,))
+        return [json.loads(r[0]) for r in rows]
+
+    def write_object(self, uid: str, obj: dict[str, Any]) -> None:
+        with self.tx() as c:
+            c.execute(
+                "INSERT INTO objects (job_uid, kind, name, obj) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (job_uid, kind, name) DO UPDATE SET obj = excluded.obj",
+                (uid, obj["kind"], obj["metadata"]["name"], _dumps(obj)),
+            )
+
+    def remove_object(self, uid: str, kind: str, name: str) -> None:
+        with self.tx() as c:
+            c.execute("DELETE FROM objects WHERE job_uid = ? AND kind = ? AND name = ?", (uid, kind, name))
+
+    def list_objects(self, uid: str, kind: str | None = None) -> list[dict[str, Any]]:
+        if kind is None:
+            rows = self.conn.execute("SELECT obj FROM objects WHERE job_uid = ? ORDER BY kind, name", (uid,))
+        else:
+            rows = self.conn.execute(
+                "SELECT obj FROM objects WHERE job_uid = ? AND kind = ? ORDER BY name", (uid, kind)
+            )
+        return [json.loads(r[0]) for r in rows]
+
+    # ---- events (aggregated like the API server: same type, reason, message → count + 1) ----
+    def add_events(self, uid: str, events: Sequence[tuple[str, str, str]], now: float) -> None:
+        if not events:
+            return
+        with self.tx() as c:
+            for etype, reason, message in events:
+                cur = c.execute(
+                    "UPDATE events SET count = count + 1, last_ts = ? WHERE id = ("
+                    "SELECT id FROM events WHERE job_uid = ? AND type = ? AND reason = ? AND message = ? "
+                    "ORDER BY id DESC LIMIT 1)",
+                    (now, uid, etype, reason, message),
+                )
+                if cur.rowcount == 0:
+                    c.execute(
+                        "INSERT INTO events (job_uid, type, reason, message, first_ts, last_ts) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (uid, etype, reason, message, now, now),
+                    )
+
+    def list_events(self, uid: str) -> list[EventRow]:
+        rows = self.conn.execute(
+            "SELECT type, reason, message, count, first_ts, last_ts FROM events WHERE job_uid = ? ORDER BY last_ts, id",
+            (uid,),
+        )
+        return [EventRow(*r) for r in rows]
+
+    # ---- replica processes ----
+    def next_attempt(self, uid: str, pod: str, container: str) -> int:
+        r = self.conn.execute(
+            "SELECT MAX(attempt) FROM processes WHERE job_uid = ? AND pod = ? AND container = ?",
+            (uid, pod, container),
+        ).fetchone()
+        return 0 if r[0] is None else int(r[0]) + 1
+
+    def add_process(self, p: ProcessRow) -> None:
+        with self.tx() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO processes (job_uid, pod, container, attempt, pod_uid, init, pid, ticks, "
+                "boot, started_at, finished_at, exit_code, log_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    p.job_uid,
+                    p.pod,
+                    p.container,
+                    p.attempt,
+                    p.pod_uid,
+                    int(p.init),
+                    p.pid,
+                    p.ticks,
+                    p.boot,
+                    p.started_at,
+                    p.finished_at,
+                    p.exit_code,
+                    p.log_path,
+                ),
+            )
+
+    def finish_process(
+        self, uid: str, pod: str, container: str, attempt: int, exit_code: int, now: float
+    ) -> None:
+        with self.tx() as c:
+            c.execute(
+                "UPDATE processes SET finished_at = ?, exit_code = ? "
+                "WHERE job_uid = ? AND pod = ? AND container = ? AND attempt = ? AND finished_at IS NULL",
+                (now, exit_code, uid, pod, container, attempt),
+            )
+
+    def list_processes(self, uid: str, *, unfinished: bool = False) -> list[ProcessRow]:
+        sql = (
+            "SELECT job_uid, pod, container, attempt, pod_uid, init, pid, ticks, boot, started_at, finished_at, "
+            "exit_code, log_path FROM processes WHERE job_uid = ?"
+        )
+        if unfinished:
+            sql += " AND finished_at IS NULL"
+        rows = self.conn.execute(sql + " ORDER BY pod, container, attempt", (uid,))
+        return [ProcessRow(r[0], r[1], r[2], r[3], r[4], bool(r[5]), *r[6:]) for r in rows]
+
+    # ---- ports ----
+    def job_ports(self, uid: str) -> dict[tuple[str, int], int]:
+        rows = self.conn.execute(
+            "SELECT replica_type, replica_index, port FROM ports WHERE job_uid = ?", (uid,)
+        )
+        return {(r[0], int(r[1])): int(r[2]) for r in rows}
+
+    def reserve_port(self, uid: str, rtype: str, index: int, port: int) -> bool:
+        """Record ``port`` for the replica unless another job (or replica) holds it."""
+        try:
+            with self.tx() as c:
+                c.execute(
+                    "INSERT INTO ports (port, job_uid, replica_type, replica_index) VALUES (?, ?, ?, ?)",
+                    (port, uid, rtype, index),
+                )
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    # ---- GPUs ----
+    def gpus_in_use(self) -> dict[str, tuple[str, str, str]]:
+        rows = self.conn.execute("SELECT gpu, job_uid, pod, container FROM gpus")
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def allocate_gpus(
+        self, uid: str, pod: str, wants: Sequence[tuple[str, int]], inventory: Sequence[str]
+    ) -> dict[str, list[str]] | None:
+        """Atomically give each (container, count) in ``wants`` distinct free GPUs of ``inventory``;
+        None (and nothing taken) when they do not all fit. A pod that already holds GPUs keeps them."""
+        with self.tx() as c:
+            held: dict[str, list[str]] = {}
+            for gpu, cont in c.execute(
+                "SELECT gpu, container FROM gpus WHERE job_uid = ? AND pod = ?", (uid, pod)
+            ):
+                held.setdefault(cont, []).append(gpu)
+            if held:
+                return held
+            used = {r[0] for r in c.execute("SELECT gpu FROM gpus")}
+            free = [g for g in inventory if g not in used]
+            if sum(n for _, n in wants) > len(free):
+                return None
+            out: dict[str, list[str]] = {}
+            for container, n in wants:
+                out[container], free = free[:n], free[n:]
+                c.executemany(
+                    "INSERT INTO gpus (gpu, job_uid, pod, container) VALUES (?, ?, ?, ?)",
+                    [(g, uid, pod, container) for g in out[container]],
+                )
+        return out
+
+    def release_gpus(self, uid: str, pod: str) -> None:
+        with self.tx() as c:
+            c.execute("DELETE FROM gpus WHERE job_uid = ? AND pod = ?", (uid, pod))

@@ -1,0 +1,167 @@
+"""``trainop describe``'s printout: spec summary, conditions, replicas (pods and processes), events.
+
+Formatting only: it reads a ``JobDetails`` the backend returned and never touches state.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from trainop.api.defaults import apply_defaults
+from trainop.backends.base import detect_state
+from trainop.backends.local.api import JobDetails, replica_label
+from trainop.cli.format import format_age
+
+
+def _age(ts: float) -> str:
+    return format_age(time.time() - ts)
+
+
+def _table(*columns: str) -> Table:
+    t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 2, 0, 0))
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def _iso_age(value: str | None) -> str:
+    if not value:
+        return ""
+    from datetime import datetime
+
+    try:
+        return _age(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return value
+
+
+def _pod_summary(pod: dict[str, Any]) -> tuple[str, int, str, str, str]:
+    """(phase, restarts, pid, last exit, message) for one pod."""
+    status = pod.get("status") or {}
+    restarts = 0
+    pids: list[str] = []
+    last_exit = ""
+    messages: list[str] = []
+    for cs in status.get("containerStatuses") or []:
+        restarts += int(cs.get("restartCount") or 0)
+        state = cs.get("state") or {}
+        if "running" in state and str(cs.get("containerID", "")).startswith("local://"):
+            pids.append(str(cs["containerID"]).removeprefix("local://"))
+        term = state.get("terminated") or (cs.get("lastState") or {}).get("terminated")
+        if term:
+            last_exit = f"{term.get('exitCode')} ({term.get('reason', '')})"
+        waiting = state.get("waiting") or {}
+        if waiting.get("message"):
+            messages.append(str(waiting["message"]))
+        if term and term.get("message"):
+            messages.append(str(term["message"]))
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
+            messages.append(str(cond.get("message", "")))
+    if status.get("message"):
+        messages.append(str(status["message"]))
+    phase = str(status.get("phase", "Pending"))
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        phase += " (terminating)"
+    return phase, restarts, ",".join(pids), last_exit, "; ".join(dict.fromkeys(messages))
+
+
+def print_details(console: Console, d: JobDetails) -> None:
+    job = d.job
+    defaulted = apply_defaults(job)
+    rp = defaulted.run_policy
+    state = detect_state(job) + (" (deleting)" if d.deleting else "")
+    created = job.metadata.creation_timestamp
+    sup = d.supervisor
+    if sup.alive:
+        sup_text = f"pid {sup.pid} (running)"
+    elif sup.state == "exited":
+        sup_text = "exited (the job needs no more supervision)"
+    else:
+        sup_text = f"{sup.state}, not alive (the next trainop command recovers it)"
+    fields = [
+        ("Name", job.name),
+        ("Namespace", job.namespace),
+        ("Kind", job.kind),
+        ("Created", f"{created:%Y-%m-%d %H:%M:%S} ({_age(created.timestamp())} ago)" if created else "?"),
+        ("State", state),
+        ("Working dir", f"{d.base_dir}  (where relative workingDirs and commands resolve)"),
+        (
+            "Images",
+            f"{', '.join(d.images) or '-'}  (ignored by the local backend: replicas run as host processes)",
+        ),
+        ("Supervisor", sup_text),
+        (
+            "Run policy",
+            f"cleanPodPolicy={rp.clean_pod_policy} backoffLimit={_opt(rp.backoff_limit)} "
+            f"activeDeadlineSeconds={_opt(rp.active_deadline_seconds)} "
+            f"ttlSecondsAfterFinished={_opt(rp.ttl_seconds_after_finished)} "
+            f"suspend={'true' if rp.suspend else 'false'}",
+        ),
+    ]
+    for key, value in fields:
+        console.print(f"[bold]{key + ':':<13}[/]{escape(str(value))}")
+
+    console.print("\n[bold]Replica specs:[/]")
+    t = _table("TYPE", "REPLICAS", "RESTART POLICY", "COMMAND")
+    for rtype, rs in defaulted.replica_specs.items():
+        cmds = []
+        for c in rs.containers:
+            if isinstance(c, dict):
+                argv = [*(c.get("command") or []), *(c.get("args") or [])]
+                cmds.append(f"{c.get('name')}: {shlex.join(str(a) for a in argv) or '(no command)'}")
+        t.add_row(rtype, str(rs.replicas), str(rs.restart_policy), escape("\n".join(cmds)))
+    console.print(t)
+
+    console.print("\n[bold]Conditions:[/]")
+    conds = (job.status.conditions if job.status else None) or []
+    if conds:
+        t = _table("TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
+        for cond in conds:
+            age = _age(cond.last_transition_time.timestamp()) if cond.last_transition_time else ""
+            t.add_row(cond.type, cond.status, cond.reason or "", age, escape(cond.message or ""))
+        console.print(t)
+    else:
+        console.print("  <none yet>")
+
+    console.print("\n[bold]Replicas:[/]")
+    ports = {f"{rtype.lower()}-{i}": port for (rtype, i), port in d.ports.items()}
+    if d.pods:
+        t = _table("REPLICA", "PHASE", "RESTARTS", "PORT", "PID", "LAST EXIT", "AGE", "MESSAGE")
+        for pod in d.pods:
+            label = replica_label(job.name, pod["metadata"]["name"])
+            phase, restarts, pid, last_exit, message = _pod_summary(pod)
+            t.add_row(
+                label,
+                phase,
+                str(restarts),
+                str(ports.get(label, "")),
+                pid,
+                last_exit,
+                _iso_age(
+                    (pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp")
+                ),
+                escape(message),
+            )
+        console.print(t)
+    else:
+        console.print("  <no pods>")
+
+    console.print("\n[bold]Events:[/]")
+    if d.events:
+        t = _table("TYPE", "REASON", "AGE", "COUNT", "MESSAGE")
+        for e in d.events:
+            t.add_row(e.type, e.reason, _age(e.last_ts), str(e.count), escape(e.message))
+        console.print(t)
+    else:
+        console.print("  <none>")
+
+
+def _opt(value: object) -> str:
+    return "-" if value is None else str(value)

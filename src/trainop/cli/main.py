@@ -1,0 +1,535 @@
+"""``trainop``: the command line (typer + rich). Thin: parse arguments, call ``LocalBackend``, print.
+
+Exit codes (docs/local-backend.md, README): 0 success (``run``/``wait``: the job Succeeded or the
+awaited condition was reached); 1 the job Failed (or finished otherwise than awaited); 2 invalid
+input (a manifest's field errors, a bad option); 3 not found or already exists; 4 ``wait`` timed
+out; 130 ``run`` interrupted with Ctrl-C (the job was deleted). Never a traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from trainop.cli.format import format_age, format_replicas, parse_duration
+from trainop.cli.operator_cmd import register as register_operator
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from trainop.api.common import TrainingJob
+    from trainop.backends.local.api import LocalBackend
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+app = typer.Typer(
+    name="trainop",
+    help="Run Kubeflow kubeflow.org/v1 training jobs (PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, "
+    "JAXJob) on this machine, from the same YAML you would send to a cluster.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+register_operator(app)
+
+NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
+_PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
+
+
+# ---------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = max(console.width, 200)  # piped output: no wrapping of table cells
+    return console
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    _console(stderr=True).print(f"[bold red]error:[/] {_escape(message)}")
+    raise typer.Exit(code)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _backend() -> LocalBackend:
+    from trainop.backends.local.api import LocalBackend
+
+    return LocalBackend()
+
+
+def _invalid(exc: Exception) -> NoReturn:
+    from trainop.api.errors import InvalidJobError
+
+    err = _console(stderr=True)
+    if isinstance(exc, InvalidJobError):
+        head = f'{exc.kind} "{exc.name}" is invalid' if exc.kind else "the manifest is invalid"
+        err.print(f"[bold red]error:[/] {_escape(head)}:")
+        for e in exc.errors:
+            err.print(f"  * {_escape(str(e))}")
+    else:
+        err.print(f"[bold red]error:[/] {_escape(str(exc))}")
+    raise typer.Exit(EXIT_INVALID)
+
+
+def _read_manifests(file: Path) -> list[dict[str, Any]]:
+    from trainop.api.errors import InvalidJobError
+    from trainop.api.load import load_documents
+
+    try:
+        text = sys.stdin.read() if str(file) == "-" else file.read_text()
+    except OSError as exc:
+        _fail(f"cannot read {file}: {exc.strerror or exc}", EXIT_INVALID)
+    try:
+        docs = load_documents(text)
+    except InvalidJobError as exc:
+        _invalid(exc)
+    if not docs:
+        _fail(f"{file} holds no job", EXIT_INVALID)
+    out = []
+    for d in docs:
+        if not isinstance(d, dict):
+            _fail(f"{file}: expected a Kubernetes object (a mapping), got {type(d).__name__}", EXIT_INVALID)
+        out.append(d)
+    return out
+
+
+def _base_dir(file: Path) -> Path:
+    return Path.cwd() if str(file) == "-" else file.absolute().parent
+
+
+def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a backend call, turning its typed errors into messages and exit codes."""
+    from trainop.api.errors import InvalidJobError
+    from trainop.backends.base import JobAlreadyExistsError, JobNotFoundError, WaitTimeoutError
+
+    try:
+        return fn(*args, **kwargs)
+    except InvalidJobError as exc:
+        _invalid(exc)
+    except (JobNotFoundError, JobAlreadyExistsError) as exc:
+        _fail(str(exc), EXIT_NOT_FOUND)
+    except WaitTimeoutError as exc:
+        _fail(str(exc), EXIT_TIMEOUT)
+
+
+def _age(job: TrainingJob) -> str:
+    created = job.metadata.creation_timestamp
+    return format_age(time.time() - created.timestamp()) if created else "?"
+
+
+def _kind_arg(text: str) -> str | None:
+    """``pytorchjobs``, ``pytorchjob``, ``PyTorchJob`` → ``PyTorchJob``; None when not a kind."""
+    from trainop.api.kinds import KIND_INFO
+
+    low = text.lower()
+    for kind, info in KIND_INFO.items():
+        if low in (kind.lower(), info.plural, f"{info.plural}.kubeflow.org", f"{kind.lower()}.kubeflow.org"):
+            return kind
+    return None
+
+
+def _dump(objs: Any, output: str) -> None:
+    if output == "json":
+        typer.echo(json.dumps(objs, indent=2))
+    else:
+        import yaml
+
+        if isinstance(objs, list):
+            typer.echo(yaml.safe_dump_all(objs, sort_keys=False), nl=False)
+        else:
+            typer.echo(yaml.safe_dump(objs, sort_keys=False), nl=False)
+
+
+def _check_output(output: str | None, allowed: tuple[str, ...]) -> None:
+    if output is not None and output not in allowed:
+        _fail(f'unknown output format "{output}"; use one of: {", ".join(allowed)}', EXIT_INVALID)
+
+
+# ---------------------------------------------------------------------------------------------------
+# commands
+
+
+@app.command()
+def submit(
+    file: Annotated[
+        Path, typer.Argument(help="Job manifest (YAML or JSON; several documents allowed; - for stdin).")
+    ],
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Override metadata.namespace.")
+    ] = None,
+) -> None:
+    """Submit job(s) and return at once; each keeps running under its own supervisor."""
+    backend = _backend()
+    manifests = _read_manifests(file)
+    for m in manifests:  # validate all first, so a bad second document does not leave half a submit
+        _call(backend.prepare, m)
+    for m in manifests:
+        job = _call(backend.submit, m, base_dir=_base_dir(file), namespace=namespace)
+        typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="Job manifest (one job; - for stdin).")],
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Override metadata.namespace.")
+    ] = None,
+    logs: Annotated[bool, typer.Option("--logs/--no-logs", help="Stream the replicas' output.")] = True,
+) -> None:
+    """Submit a job, stream its logs prefixed by replica, show its status; exit 0 on Succeeded, 1 on
+    Failed. Ctrl-C deletes the job (SIGTERM, then SIGKILL after the grace period; twice: at once)."""
+    backend = _backend()
+    manifests = _read_manifests(file)
+    if len(manifests) != 1:
+        _fail(
+            f"{file} holds {len(manifests)} documents; run takes one job (use submit for several)",
+            EXIT_INVALID,
+        )
+    job = _call(backend.submit, manifests[0], base_dir=_base_dir(file), namespace=namespace)
+    code = _watch(backend, job, stream_logs=logs)
+    raise typer.Exit(code)
+
+
+def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int:
+    from rich.live import Live
+    from rich.text import Text
+
+    from trainop.backends.base import JobNotFoundError, detect_state, is_finished
+    from trainop.backends.local.api import LogFollower
+
+    console = _console()
+    colors: dict[str, str] = {}
+    width = 0
+    name, ns = job.name, job.namespace
+    row = backend.store.find_job(ns, name)
+    assert row is not None
+    follower = LogFollower(backend, row)
+    started = time.monotonic()
+    last = job
+    live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
+
+    def status_line(j: TrainingJob) -> Text:
+        elapsed = format_age(time.monotonic() - started)
+        return Text.assemble(
+            (f"{j.kind} {j.name}: ", "bold"),
+            (detect_state(j), _state_style(detect_state(j))),
+            f"  {format_replicas(j)}  {elapsed}",
+        )
+
+    def emit(lines: Iterator[Any]) -> None:
+        nonlocal width
+        for line in lines:
+            label = (
+                line.replica
+                if line.container in _default_containers(last)
+                else f"{line.replica}/{line.container}"
+            )
+            if label not in colors:
+                colors[label] = _PALETTE[len(colors) % len(_PALETTE)]
+            width = max(width, len(label))
+            console.print(Text.assemble((f"{label:<{width}} | ", colors[label]), line.text))
+
+    printed_state = ""
+    try:
+        if live is not None:
+            live.start()
+        finish_deadline: float | None = None
+        while True:
+            if stream_logs:
+                emit(follower.poll())
+            try:
+                last = backend.get(name, ns)
+            except JobNotFoundError:
+                break  # deleted under us (TTL 0): the last state we saw stands
+            state = detect_state(last)
+            if live is not None:
+                live.update(status_line(last))
+            elif state != printed_state:
+                console.print(status_line(last))
+                printed_state = state
+            if is_finished(last):
+                # Let the last lines land: until the job's processes ended (at most 2 s more).
+                finish_deadline = finish_deadline or time.monotonic() + 2.0
+                current = backend.store.get_job(row.uid)
+                unfinished = backend.store.list_processes(row.uid, unfinished=True) if current else []
+                if not unfinished or time.monotonic() >= finish_deadline:
+                    if stream_logs:
+                        emit(follower.poll())
+                    break
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        if live is not None:
+            live.stop()
+            live = None
+        return _interrupted(backend, name, ns)
+    finally:
+        if live is not None:
+            live.stop()
+        for _, fh, _ in follower.open.values():
+            fh.close()
+    state = detect_state(last)
+    elapsed = time.monotonic() - started
+    console.print(
+        Text.assemble(
+            (f"{last.kind} {name} ", "bold"), (state, _state_style(state)), f" after {elapsed:.1f}s"
+        )
+    )
+    if state != "Succeeded":
+        for c in (last.status.conditions if last.status else None) or []:
+            if c.type == state and c.message:
+                console.print(Text(f"  {c.reason}: {c.message}"))
+        console.print(Text(f"  details: trainop describe {name}" + (f" -n {ns}" if ns != "default" else "")))
+    return EXIT_OK if state == "Succeeded" else EXIT_FAILED
+
+
+def _interrupted(backend: LocalBackend, name: str, namespace: str) -> int:
+    err = _console(stderr=True)
+    err.print(
+        f"interrupted: deleting {_escape(name)} (SIGTERM to every replica, SIGKILL after its grace period; "
+        "Ctrl-C again to kill now)"
+    )
+    try:
+        backend.delete(name, namespace, wait=True)
+    except KeyboardInterrupt:
+        err.print("killing now")
+        try:
+            backend.delete(name, namespace, wait=True, grace=0)
+        except Exception as exc:  # the job may already be gone
+            err.print(_escape(str(exc)))
+    except Exception as exc:
+        err.print(_escape(str(exc)))
+    return EXIT_INTERRUPTED
+
+
+def _default_containers(job: TrainingJob) -> set[str]:
+    from trainop.api.kinds import KIND_INFO
+
+    names = {KIND_INFO[job.kind].default_container}
+    for rs in job.replica_specs.values():
+        cs = rs.containers
+        if cs and isinstance(cs[0], dict):
+            names.add(str(cs[0].get("name")))
+    return names
+
+
+def _state_style(state: str) -> str:
+    return {
+        "Succeeded": "bold green",
+        "Failed": "bold red",
+        "Running": "bold cyan",
+        "Suspended": "yellow",
+    }.get(state, "bold")
+
+
+@app.command()
+def get(
+    kind_or_name: Annotated[
+        str | None, typer.Argument(metavar="[KIND]", help="A kind (pytorchjobs …) or a job name.")
+    ] = None,
+    name: Annotated[str | None, typer.Argument(metavar="[NAME]")] = None,
+    namespace: NamespaceOpt = "default",
+    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A")] = False,
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="yaml or json (the job objects).")
+    ] = None,
+) -> None:
+    """List jobs (NAME, STATE, AGE, REPLICAS), like kubectl get."""
+    _check_output(output, ("yaml", "json"))
+    backend = _backend()
+    kind = _kind_arg(kind_or_name) if kind_or_name else None
+    if kind_or_name and kind is None:
+        if name is not None:
+            _fail(
+                f'unknown kind "{kind_or_name}"; use one of: pytorchjobs, tfjobs, xgboostjobs, mpijobs, paddlejobs, jaxjobs',
+                EXIT_INVALID,
+            )
+        name = kind_or_name
+    if name is not None:
+        jobs = [_call(backend.get, name, namespace, kind)]
+    else:
+        jobs = backend.list_jobs(None if all_namespaces else namespace, kind)
+    if output:
+        objs = [j.to_dict() for j in jobs]
+        _dump(objs[0] if name is not None else {"apiVersion": "v1", "kind": "List", "items": objs}, output)
+        return
+    if not jobs:
+        where = "any namespace" if all_namespaces else f"namespace {namespace}"
+        _console(stderr=True).print(f"No jobs found in {where}.")
+        return
+    from rich.table import Table
+
+    from trainop.backends.base import detect_state
+
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    if all_namespaces:
+        table.add_column("NAMESPACE")
+    table.add_column("NAME")
+    if kind is None:
+        table.add_column("KIND")
+    for col in ("STATE", "AGE", "REPLICAS"):
+        table.add_column(col)
+    for j in jobs:
+        state = detect_state(j)
+        cells = [j.namespace] if all_namespaces else []
+        cells.append(j.name)
+        if kind is None:
+            cells.append(j.kind)
+        cells += [f"[{_state_style(state)}]{state}[/]", _age(j), format_replicas(j)]
+        table.add_row(*cells)
+    _console().print(table)
+
+
+@app.command()
+def describe(name: str, namespace: NamespaceOpt = "default") -> None:
+    """Spec summary, conditions, replica statuses, processes and events of a job."""
+    from trainop.cli.describe import print_details
+
+    backend = _backend()
+    details = _call(backend.describe, name, namespace)
+    print_details(_console(), details)
+
+
+@app.command()
+def logs(
+    name: str,
+    replica: Annotated[
+        str | None, typer.Option("--replica", "-r", help="One replica, e.g. worker-1 (default: all).")
+    ] = None,
+    container: Annotated[
+        str | None, typer.Option("--container", "-c", help="One container of the pod.")
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep streaming until the job ends.")
+    ] = False,
+    previous: Annotated[
+        bool, typer.Option("--previous", "-p", help="The attempt before the current one.")
+    ] = False,
+    namespace: NamespaceOpt = "default",
+) -> None:
+    """Print a job's logs (all replicas prefixed, or one replica as is)."""
+    from rich.text import Text
+
+    backend = _backend()
+    console = _console()
+    colors: dict[str, str] = {}
+    lines = _call(
+        backend.logs, name, namespace, replica=replica, container=container, follow=follow, previous=previous
+    )
+    try:
+        printed = False
+        for line in _call(list, lines) if not follow else lines:
+            printed = True
+            if replica is not None:
+                typer.echo(line.text)
+                continue
+            label = line.replica if container is not None else f"{line.replica}/{line.container}"
+            colors.setdefault(label, _PALETTE[len(colors) % len(_PALETTE)])
+            console.print(Text.assemble((f"{label} | ", colors[label]), line.text))
+        if not printed and previous:
+            _fail(
+                f"no previous attempt for {replica or name}: the container has not restarted", EXIT_NOT_FOUND
+            )
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+@app.command()
+def delete(
+    names: Annotated[list[str], typer.Argument(metavar="NAME...")],
+    namespace: NamespaceOpt = "default",
+    grace_period: Annotated[
+        float | None,
+        typer.Option("--grace-period", help="Seconds between SIGTERM and SIGKILL (default: the pod's)."),
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Return once every process is gone.")] = True,
+) -> None:
+    """Delete jobs: SIGTERM to every replica, SIGKILL after terminationGracePeriodSeconds; state and logs go."""
+    backend = _backend()
+    for name in names:
+        job = _call(backend.get, name, namespace)
+        _call(backend.delete, name, namespace, wait=wait, grace=grace_period)
+        typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} deleted")
+
+
+@app.command()
+def wait(
+    name: str,
+    for_: Annotated[
+        str, typer.Option("--for", help="Condition to wait for: Succeeded, Failed, Running, Suspended …")
+    ] = "Succeeded",
+    timeout: Annotated[str, typer.Option("--timeout", help="e.g. 30s, 10m, 1h.")] = "30m",
+    namespace: NamespaceOpt = "default",
+) -> None:
+    """Wait for a condition; exit 0 when reached, 1 if the job finished otherwise, 4 on timeout."""
+    from trainop.api.constants import CONDITION_TYPES
+    from trainop.backends.base import detect_state
+
+    wanted = for_.removeprefix("condition=")
+    match = next((c for c in CONDITION_TYPES if c.lower() == wanted.lower()), None)
+    if match is None:
+        _fail(f'unknown condition "{for_}"; use one of: {", ".join(CONDITION_TYPES)}', EXIT_INVALID)
+    try:
+        seconds = parse_duration(timeout)
+    except ValueError as exc:
+        _fail(str(exc), EXIT_INVALID)
+    job = _call(_backend().wait, name, [match], namespace, seconds)
+    conds = (job.status.conditions if job.status else None) or []
+    if any(c.type == match and c.status == "True" for c in conds):
+        typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} condition met: {match}")
+        return
+    _fail(f"{job.kind} {name} is {detect_state(job)}, it will not become {match}", EXIT_FAILED)
+
+
+@app.command()
+def render(
+    file: Annotated[Path, typer.Argument(help="Job manifest (- for stdin).")],
+    backend_name: Annotated[str, typer.Option("--backend", "-b", help="local or kubernetes.")] = "local",
+    output: Annotated[str, typer.Option("--output", "-o", help="yaml or json.")] = "yaml",
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+) -> None:
+    """Dry run: print the pods (with their env), Services and other objects the core would create."""
+    _check_output(output, ("yaml", "json"))
+    if backend_name not in ("local", "kubernetes"):
+        _fail(f'unknown backend "{backend_name}"; use local or kubernetes', EXIT_INVALID)
+    backend = _backend()
+    out: list[dict[str, Any]] = []
+    for m in _read_manifests(file):
+        out.extend(_call(backend.render, m, backend_name, namespace))
+    _dump(out if output == "yaml" else {"apiVersion": "v1", "kind": "List", "items": out}, output)
+
+
+@app.command()
+def suspend(name: str, namespace: NamespaceOpt = "default") -> None:
+    """Suspend a job (runPolicy.suspend=true): its replicas are stopped until resume."""
+    job = _call(_backend().set_suspend, name, True, namespace)
+    typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} suspended")
+
+
+@app.command()
+def resume(name: str, namespace: NamespaceOpt = "default") -> None:
+    """Resume a suspended job: its replicas start again."""
+    job = _call(_backend().set_suspend, name, False, namespace)
+    typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} resumed")
+
+
+def main() -> None:  # pragma: no cover - console entry for ``python -m trainop.cli.main``
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

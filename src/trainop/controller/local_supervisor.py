@@ -1,0 +1,348 @@
+"""The local backend's per-job supervisor: observe → ``core.reconcile`` → apply, until the job is done.
+
+``trainop submit`` starts one per job, detached in its own session (``python -m
+trainop.controller.local_supervisor --home H UID``), so the job outlives the shell. It owns the
+job's replica processes (a child subreaper, so nothing escapes it), wakes on SIGCHLD, on SIGUSR1
+(a shell changed the job) and on timers (restart back-off, kill deadlines, the core's requeue),
+and leaves once the job has finished, no process is left and no TTL is pending. It decides nothing
+itself: conditions, restarts, back-off limits, deadlines, cleanup, TTL and suspend come from the core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trainop.api.common import TrainingJob
+from trainop.api.constants import ENV_TRAINOP_RESTART_BACKOFF_MAX
+from trainop.api.defaults import apply_defaults
+from trainop.api.load import parse_job
+from trainop.backends.local import procs
+from trainop.backends.local.gpus import detect_gpu_inventory
+from trainop.backends.local.paths import StatePaths, remove_job_files
+from trainop.backends.local.render import LocalContext
+from trainop.backends.local.runner import DEFAULT_BACKOFF_MAX, JobIdentity, PodRunner, rfc3339
+from trainop.backends.local.store import JobRow, Store
+from trainop.core.observed import Observed
+from trainop.core.plan import CreateObject, DeleteJob, DeleteObject, Plan, UpdateObject, outcome_event
+from trainop.core.reconcile import reconcile
+from trainop.core.topology import LoopbackTopology
+from trainop.frameworks.registry import REGISTRY
+
+POLL_SECONDS = 1.0  # fallback re-read of the job row; shells also send SIGUSR1 on every change
+_WAKE_SIGNALS = (signal.SIGCHLD, signal.SIGUSR1)
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def log(msg: str) -> None:
+    print(f"{datetime.now(UTC).strftime('%H:%M:%S.%f')[:-3]} {msg}", file=sys.stderr, flush=True)
+
+
+def allocate_port(store: Store, uid: str, rtype: str, index: int) -> int:
+    """A free loopback port for one replica: the kernel picks one (bind to 0), the store's registry
+    makes sure no other job or replica was handed the same number."""
+    for _ in range(64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if store.reserve_port(uid, rtype, index, port):
+            return port
+    raise RuntimeError("could not find a free port on 127.0.0.1")
+
+
+def build_topology(store: Store, uid: str, job: TrainingJob) -> LoopbackTopology:
+    """127.0.0.1 and one registered port per (replica type, index) of the defaulted job."""
+    ports = store.job_ports(uid)
+    for rtype, spec in apply_defaults(job).replica_specs.items():
+        for i in range(max(spec.replicas or 0, 0)):
+            if (rtype, i) not in ports:
+                ports[(rtype, i)] = allocate_port(store, uid, rtype, i)
+    return LoopbackTopology(ports=ports)
+
+
+def read_job(row: JobRow) -> TrainingJob:
+    return parse_job({**row.manifest, "status": row.status})
+
+
+def template_init_counter(job: TrainingJob) -> Any:
+    """How many init containers the user's template of a pod's replica type has (the rest are the
+    operator's), looked up by the pod's replica-type label."""
+    counts = {
+        rtype.lower(): len(spec.pod_spec.get("initContainers") or [])
+        for rtype, spec in job.replica_specs.items()
+    }
+
+    def count(pod: dict[str, Any]) -> int:
+        rtype = (pod.get("metadata", {}).get("labels") or {}).get("training.kubeflow.org/replica-type", "")
+        return counts.get(rtype, 0)
+
+    return count
+
+
+class Supervisor:
+    def __init__(self, store: Store, paths: StatePaths, uid: str) -> None:
+        self.store = store
+        self.paths = paths
+        self.uid = uid
+        self.stop_signal: int | None = None
+        self.sent_keys: set[str] = set()
+        self.requeue_at: float | None = None
+        self.last_generation = -1
+
+    # ---- signals: handlers only set flags; the wakeup fd makes select() return ----
+    def _install_signals(self) -> int:
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        for sig in _WAKE_SIGNALS:
+            signal.signal(sig, lambda *_: None)
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, self._on_stop)
+        return r
+
+    def _on_stop(self, signum: int, _frame: Any) -> None:
+        self.stop_signal = signum
+
+    def run(self) -> int:
+        row = self.store.get_job(self.uid)
+        if row is None:
+            return 0
+        pid = os.getpid()
+        if not self.store.claim_supervisor(
+            self.uid, pid, procs.start_ticks(pid), procs.boot_id(), time.time()
+        ):
+            log(f"job {row.namespace}/{row.name} already has a supervisor; leaving")
+            return 0
+        procs.set_child_subreaper()
+        wake_fd = self._install_signals()
+        job = read_job(row)
+        self.plugin = REGISTRY.get(row.kind)
+        spec = job.spec
+        main_container = getattr(spec, "main_container", None)
+        self.runner = PodRunner(
+            self.store,
+            self.paths,
+            JobIdentity(row.uid, row.namespace, row.name),
+            build_context(row),
+            gpu_inventory=detect_gpu_inventory(row.host_env),
+            backoff_max=backoff_cap(row.host_env),
+            template_init_count=template_init_counter(job),
+            main_container=main_container if isinstance(main_container, str) else None,
+        )
+        for pod in self.store.list_pods(self.uid):
+            self.runner.restore(pod)
+        log(f"supervising {row.kind} {row.namespace}/{row.name} (pid {pid})")
+        try:
+            return self._loop(wake_fd)
+        finally:
+            self.store.release_supervisor(self.uid, pid)
+
+    def _loop(self, wake_fd: int) -> int:
+        while True:
+            self.runner.reap()
+            now = time.time()
+            if self.stop_signal is not None:
+                # Someone stopped the supervisor itself: stop the replicas with it. The next trainop
+                # command sees the job unfinished without a supervisor and recovers it.
+                self.runner.delete_all()
+                self.runner.tick()
+                self._write_pods()
+                if not self.runner.has_live_processes():
+                    msg = (
+                        f"the supervisor (pid {os.getpid()}) was stopped by signal {self.stop_signal} and "
+                        "stopped the job's replicas; the next trainop command starts a new supervisor"
+                    )
+                    self.store.add_events(self.uid, [("Warning", "SupervisorStopped", msg)], time.time())
+                    log(msg)
+                    return 0
+            else:
+                gen = self.store.job_generation(self.uid)
+                if gen is None:
+                    # The row vanished (a forced delete): nothing to report to, kill what is left.
+                    self.runner.delete_all(0)
+                    self.runner.tick()
+                    if not self.runner.has_live_processes():
+                        return 0
+                elif gen[1] is not None:
+                    if self._delete_job():
+                        return 0
+                else:
+                    self.runner.tick()
+                    due = self.requeue_at is not None and now >= self.requeue_at
+                    if self.runner.changed or gen[0] != self.last_generation or due:
+                        self.last_generation = gen[0]
+                        done = self._pass()
+                        if done:
+                            return 0
+            self._wait(wake_fd, now)
+
+    def _wait(self, wake_fd: int, now: float) -> None:
+        deadlines = [t for t in (self.runner.next_wakeup(), self.requeue_at) if t is not None]
+        timeout = min([POLL_SECONDS, *(max(0.0, t - now) for t in deadlines)])
+        if self.runner.changed:
+            timeout = 0.0
+        with contextlib.suppress(InterruptedError):
+            select.select([wake_fd], [], [], timeout)
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(wake_fd, 512):
+                pass
+
+    # ---- one reconcile pass ----
+    def _pass(self) -> bool:
+        """Observe, reconcile, apply. True when the supervisor's work is over."""
+        row = self.store.get_job(self.uid)
+        if row is None:
+            return False
+        job = read_job(row)
+        topology = build_topology(self.store, self.uid, job)
+        self.runner.changed = False
+        observed = Observed(
+            job=job,
+            pods=self.runner.pod_dicts(),
+            services=self.store.list_objects(self.uid, "Service"),
+            extras=self._extras(),
+        )
+        plan = reconcile(job, observed, self.plugin, topology, datetime.now(UTC))
+        self._apply(plan)
+        if plan.deletes_job:
+            self.store.request_deletion(self.uid, time.time(), None)
+            return self._delete_job()
+        finished = any(
+            c.type in ("Succeeded", "Failed") and c.status == "True" for c in (plan.status.conditions or [])
+        )
+        return finished and plan.requeue_after is None and self.runner.is_idle() and not self.runner.changed
+
+    def _extras(self) -> dict[str, list[dict[str, Any]]]:
+        extras: dict[str, list[dict[str, Any]]] = {}
+        for obj in self.store.list_objects(self.uid):
+            if obj.get("kind") not in ("Service",):
+                extras.setdefault(str(obj.get("kind")), []).append(obj)
+        return extras
+
+    def _apply(self, plan: Plan) -> None:
+        """Actions in order (each with its outcome event), the status once if it changed, then events."""
+        if plan.skipped:
+            return
+        events: list[tuple[str, str, str]] = []
+        now = time.time()
+        for action in plan.actions:
+            error: str | None = None
+            try:
+                if isinstance(action, CreateObject | UpdateObject):
+                    self._apply_object(action.obj, create=isinstance(action, CreateObject), now=now)
+                elif isinstance(action, DeleteObject):
+                    if action.kind == "Pod":
+                        self.runner.delete(action.name)
+                    else:
+                        self.store.remove_object(self.uid, action.kind, action.name)
+            except OSError as exc:
+                error = str(exc)
+            if not isinstance(action, DeleteJob):
+                ev = outcome_event(action, error)
+                if ev is not None:
+                    events.append((ev.type, ev.reason, ev.message))
+        self._write_pods()
+        if plan.status_changed:
+            self.store.write_status(self.uid, plan.status.to_dict())
+        for ev in plan.events:
+            if ev.key is not None:
+                if ev.key in self.sent_keys:
+                    continue
+                self.sent_keys.add(ev.key)
+            events.append((ev.type, ev.reason, ev.message))
+        events.extend(self.runner.events)
+        self.runner.events.clear()
+        self.store.add_events(self.uid, events, now)
+        self.requeue_at = now + plan.requeue_after if plan.requeue_after is not None else None
+
+    def _apply_object(self, obj: dict[str, Any], *, create: bool, now: float) -> None:
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", rfc3339(now))
+        if obj.get("kind") == "Pod":
+            self.runner.add(obj)
+            return
+        if create and any(
+            o["metadata"]["name"] == meta.get("name")
+            for o in self.store.list_objects(self.uid, str(obj["kind"]))
+        ):
+            return  # AlreadyExists is success
+        self.store.write_object(self.uid, obj)
+        if obj.get("kind") == "ConfigMap" and not create:
+            self.runner.update_configmap(obj)
+
+    def _write_pods(self) -> None:
+        pods = self.runner.pod_dicts()
+        if pods:
+            self.store.write_pods(self.uid, pods)
+
+    def _delete_job(self) -> bool:
+        """Deletion was requested (trainop delete, or TTL): stop every replica (SIGTERM, then SIGKILL
+        after the grace period), then remove the job, its state and its logs. True once done."""
+        row = self.store.get_job(self.uid)
+        grace = row.deletion_grace if row is not None else 0.0
+        self.runner.delete_all(grace)
+        self.runner.tick()
+        self._write_pods()
+        if self.runner.pods:
+            return False
+        if row is not None:
+            self.store.delete_job(self.uid)
+            remove_job_files(self.paths, row.namespace, row.name)
+            log(f"deleted {row.kind} {row.namespace}/{row.name}")
+        return True
+
+
+def build_context(row: JobRow) -> LocalContext:
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = 0
+    try:
+        disk = shutil.disk_usage(row.base_dir).total
+    except OSError:
+        disk = 0
+    return LocalContext(
+        host_env=row.host_env,
+        base_dir=row.base_dir,
+        hostname=socket.gethostname(),
+        cpu_count=os.cpu_count() or 1,
+        memory_bytes=memory,
+        ephemeral_bytes=disk,
+    )
+
+
+def backoff_cap(env: dict[str, str]) -> float:
+    try:
+        return max(1.0, float(env.get(ENV_TRAINOP_RESTART_BACKOFF_MAX, DEFAULT_BACKOFF_MAX)))
+    except ValueError:
+        return DEFAULT_BACKOFF_MAX
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="trainop-local-supervisor")
+    parser.add_argument("--home", required=True)
+    parser.add_argument("uid")
+    args = parser.parse_args(argv)
+    paths = StatePaths(Path(args.home))
+    store = Store(paths)
+    try:
+        return Supervisor(store, paths, args.uid).run()
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
