@@ -246,7 +246,7 @@ def test_jaxjob_objects(operator: OperatorProcess, cluster: Cluster) -> None:
                 "NUM_PROCESSES": "2",
                 "PROCESS_ID": str(i),
                 **PY,
-            },  # fmt: skip
+            },
             "initContainers": [],
         }
         for i in range(2)
