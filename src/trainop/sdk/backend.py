@@ -55,12 +55,14 @@ class ClientBackend(Protocol):
         """Pods whose labels include every ``labels`` pair."""
         ...
 
-    def read_log(self, namespace: str, pod: str, container: str, *, timeout: float | None = None) -> str:
-        """The container's whole log so far."""
+    def read_log(
+        self, namespace: str, job: str, pod: str, container: str, *, timeout: float | None = None
+    ) -> str:
+        """The container's whole log so far (``job``: the pod's job, for backends that file logs by job)."""
         ...
 
     def stream_log(
-        self, namespace: str, pod: str, container: str, *, timeout: float | None = None
+        self, namespace: str, job: str, pod: str, container: str, *, timeout: float | None = None
     ) -> Iterator[str]:
         """The container's log lines (without newline) from the start, until the container ends."""
         ...
@@ -73,7 +75,8 @@ class ClientBackend(Protocol):
         """Best-effort check that a Kueue LocalQueue exists (§7.3, 1.9.3+); warns, never fails on 403/404."""
         ...
 
-    def prepare_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
-        """Last touches to a function-mode job before it is created (the local backend points ``python``
-        at this interpreter or at a per-job virtual environment); Kubernetes returns it unchanged."""
+    def create_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
+        """Create a function-mode job. ``isolated_env``: its ``packages_to_install`` must not land in
+        the caller's environment (the local backend gives the job its own virtual environment; on
+        Kubernetes the pod's environment is already its own)."""
         ...

@@ -188,8 +188,9 @@ class TrainingClient:
         if queue_name and queue_name.strip():
             self.backend.check_local_queue(meta["namespace"], queue_name)
         if train_func is not None:
-            obj = self.backend.prepare_function_job(obj, isolated_env=isolated_env)
-        self.backend.create_job(obj)
+            self.backend.create_function_job(obj, isolated_env=isolated_env)
+        else:
+            self.backend.create_job(obj)
         logger.debug("%s %s/%s has been created", obj["kind"], meta["namespace"], meta.get("name"))
 
     # ------------------------------------------------------------------------------------------------
@@ -479,26 +480,30 @@ class TrainingClient:
         names = [str(p.metadata.name) for p in pods]
         logs: dict[str, str] = {}
         if follow:
-            logs = self._follow_logs(ns, names, container, timeout)
+            logs = self._follow_logs(ns, name, names, container, timeout)
         else:
             for pod in names:
                 try:
-                    logs[pod] = self.backend.read_log(ns, pod, container, timeout=timeout)
+                    logs[pod] = self.backend.read_log(ns, name, pod, container, timeout=timeout)
                 except WaitTimeoutError:
                     raise
                 except SDKError as e:
-                    raise SDKError(f"Failed to read logs for pod {ns}/{pod}. Error: {e}") from None
+                    raise SDKError(
+                        f"Failed to read logs for pod {ns}/{pod}. Error: {e.detail}", detail=e.detail
+                    ) from None
         events: dict[str, list[str]] = {}
         if verbose:
             events = self._job_events(kind, ns, name, pods, timeout)
         return logs, events
 
-    def _follow_logs(self, namespace: str, pods: list[str], container: str, timeout: int) -> dict[str, str]:
+    def _follow_logs(
+        self, namespace: str, job: str, pods: list[str], container: str, timeout: int
+    ) -> dict[str, str]:
         queues: dict[str, queue.Queue[str | _StreamEnd]] = {p: queue.Queue(FOLLOW_QUEUE_SIZE) for p in pods}
 
         def read(pod: str, q: queue.Queue[str | _StreamEnd]) -> None:
             try:
-                for line in self.backend.stream_log(namespace, pod, container, timeout=timeout):
+                for line in self.backend.stream_log(namespace, job, pod, container, timeout=timeout):
                     q.put(line)
             except BaseException as e:  # handed to the caller's thread
                 q.put(_StreamEnd(e))
@@ -523,8 +528,10 @@ class TrainingClient:
                     if isinstance(item, _StreamEnd):
                         open_streams.remove(pod)
                         if item.error is not None:
+                            detail = getattr(item.error, "detail", None) or str(item.error)
                             raise SDKError(
-                                f"Failed to read logs for pod {namespace}/{pod}. Error: {item.error}"
+                                f"Failed to read logs for pod {namespace}/{pod}. Error: {detail}",
+                                detail=detail,
                             )
                         break
                     print(f"[Pod {pod}]: {item}", flush=True)

@@ -23,14 +23,23 @@ __all__ = [
 
 
 class SDKError(RuntimeError):
-    """A call to the backend failed (upstream: ``RuntimeError("Failed to <verb> <Kind>: <ns>/<name>")``)."""
+    """A call to the backend failed (upstream: ``RuntimeError("Failed to <verb> <Kind>: <ns>/<name>")``).
+
+    ``detail`` is the backend's own words (the API server's message), without the prefix.
+    """
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail or message
 
 
 class NotFoundError(SDKError):
     """The job (or pod) does not exist."""
 
-    def __init__(self, message: str, *, kind: str = "", namespace: str = "", name: str = "") -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, kind: str = "", namespace: str = "", name: str = "", detail: str = ""
+    ) -> None:
+        super().__init__(message, detail=detail)
         self.kind = kind
         self.namespace = namespace
         self.name = name
@@ -39,8 +48,10 @@ class NotFoundError(SDKError):
 class AlreadyExistsError(SDKError):
     """A job of that kind and name already exists in the namespace."""
 
-    def __init__(self, message: str, *, kind: str = "", namespace: str = "", name: str = "") -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, kind: str = "", namespace: str = "", name: str = "", detail: str = ""
+    ) -> None:
+        super().__init__(message, detail=detail)
         self.kind = kind
         self.namespace = namespace
         self.name = name
@@ -50,7 +61,7 @@ class JobFailedError(SDKError):
     """``wait_for_job_conditions`` saw Failed without expecting it; ``conditions`` holds the job's conditions."""
 
     def __init__(self, message: str, *, job: Any = None, conditions: list[Any] | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, detail=message)
         self.job = job
         self.conditions = list(conditions or [])
 

@@ -156,18 +156,21 @@ class KubernetesBackend:
             return fn()
         except ApiError as e:
             code = e.status.code
-            msg = f"Failed to {verb} {what}. Error: {e.status.message or e}"
+            detail = str(e.status.message or e)
+            msg = f"Failed to {verb} {what}. Error: {detail}"
             if code == 404:
-                raise NotFoundError(msg, kind=kind, namespace=namespace, name=name) from None
+                raise NotFoundError(msg, kind=kind, namespace=namespace, name=name, detail=detail) from None
             if code == 409 and e.status.reason == "AlreadyExists":
-                raise AlreadyExistsError(msg, kind=kind, namespace=namespace, name=name) from None
+                raise AlreadyExistsError(
+                    msg, kind=kind, namespace=namespace, name=name, detail=detail
+                ) from None
             if code == 422:
                 raise InvalidJobError(_causes(e), kind=kind, name=name) from None
-            raise SDKError(msg) from None
+            raise SDKError(msg, detail=detail) from None
         except httpx.TimeoutException as e:
             raise WaitTimeoutError(f"Timeout to {verb} {what}: {e}") from None
         except httpx.HTTPError as e:
-            raise SDKError(f"Failed to {verb} {what}. Error: {e}") from None
+            raise SDKError(f"Failed to {verb} {what}. Error: {e}", detail=str(e)) from None
 
     # --- jobs ---
     def create_job(self, obj: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
@@ -247,14 +250,16 @@ class KubernetesBackend:
 
         return self._call("list", "Pod", namespace, "", run)
 
-    def read_log(self, namespace: str, pod: str, container: str, *, timeout: float | None = None) -> str:
+    def read_log(
+        self, namespace: str, job: str, pod: str, container: str, *, timeout: float | None = None
+    ) -> str:
         def run() -> str:
             return "".join(self.client(timeout).log(pod, namespace=namespace, container=container))
 
         return self._call("read logs of", "Pod", namespace, pod, run)
 
     def stream_log(
-        self, namespace: str, pod: str, container: str, *, timeout: float | None = None
+        self, namespace: str, job: str, pod: str, container: str, *, timeout: float | None = None
     ) -> Iterator[str]:
         lines = self._call(
             "read logs of",
@@ -268,7 +273,9 @@ class KubernetesBackend:
         try:
             yield from lines
         except httpx.HTTPError as e:
-            raise SDKError(f"Failed to read logs for pod {namespace}/{pod}. Error: {e}") from None
+            raise SDKError(
+                f"Failed to read logs for pod {namespace}/{pod}. Error: {e}", detail=str(e)
+            ) from None
 
     def list_events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         def run() -> list[dict[str, Any]]:
@@ -295,6 +302,6 @@ class KubernetesBackend:
         except httpx.HTTPError as e:
             raise ConnectionError(f"Failed to check LocalQueue {namespace}/{queue_name}: {e}") from None
 
-    def prepare_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
+    def create_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
         # In a pod the script's own `python -m pip install` already installs into the pod's environment.
-        return obj
+        return self.create_job(obj)

@@ -1,0 +1,302 @@
+"""The SDK's local adapter: ``ClientBackend`` over ``trainop.backends.local.api.LocalBackend``.
+
+Jobs run as processes on this machine; objects cross as Kubernetes JSON, errors as the SDK's typed
+ones. Function-mode jobs with ``packages_to_install`` get their own virtual environment under the
+job's state directory, so the pip install their script runs never touches the caller's environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import shutil
+import site
+import sys
+import venv
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from trainop.api.errors import InvalidJobError
+from trainop.backends.base import BackendError, JobAlreadyExistsError, JobNotFoundError
+from trainop.backends.local.api import LocalBackend
+from trainop.sdk import constants
+from trainop.sdk.errors import AlreadyExistsError, NotFoundError, SDKError
+
+T = TypeVar("T")
+
+# Under the job's state directory (removed with the job).
+JOB_PYTHON_DIR = "python"
+# Deletion: how long update/delete wait for replicas to stop (the local backend's own default applies).
+DELETE_WAIT = True
+
+
+def build_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: maps merge key by key, ``None`` deletes, anything else replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = build_merge_patch(out.get(key), value)
+    return out
+
+
+def build_parent_pth(site_dirs: list[str]) -> str:
+    """A ``.pth`` that makes the caller's packages visible in a job venv. ``addsitedir`` (not a bare
+    path) so the caller's own ``.pth`` files (editable installs) are honoured too."""
+    return "".join(f"import site; site.addsitedir({d!r})\n" for d in site_dirs)
+
+
+def build_torchrun_wrapper(python: Path) -> str:
+    """``torchrun`` for the job venv: torchrun starts workers with its own interpreter, which must be
+    the venv's for the job's packages to be importable."""
+    return f'#!/bin/sh\nexec "{python}" -m torch.distributed.run "$@"\n'
+
+
+def write_job_python_env(target: Path) -> Path:
+    """Create the job's virtual environment at ``target``: the base interpreter's packages (system
+    site-packages) plus, through a ``.pth``, the caller's; no pip of its own (the caller's serves, and
+    installs into this prefix). Returns its ``bin`` directory."""
+    venv.EnvBuilder(system_site_packages=True, with_pip=False, symlinks=True, clear=True).create(target)
+    bindir = target / "bin"
+    pure = next((target / "lib").glob("python*/site-packages"))
+    parents = [d for d in [*site.getsitepackages(), site.getusersitepackages()] if os.path.isdir(d)]
+    (pure / "_trainop_caller_env.pth").write_text(build_parent_pth(parents))
+    torchrun = bindir / "torchrun"
+    torchrun.write_text(build_torchrun_wrapper(bindir / "python"))
+    torchrun.chmod(0o755)
+    return bindir
+
+
+def _rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class LocalJobBackend:
+    """``ClientBackend`` on this machine. ``home``: the state directory (default ``$TRAINOP_HOME``)."""
+
+    name = "local"
+
+    def __init__(self, home: str | os.PathLike[str] | None = None) -> None:
+        self.home = None if home is None else Path(home)
+        self.local = LocalBackend(home=self.home)
+
+    def close(self) -> None:
+        self.local.close()
+
+    def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
+        what = f"{kind}: {namespace}/{name}" if name else f"{kind}s in namespace {namespace}"
+        try:
+            return fn()
+        except JobNotFoundError as e:
+            raise NotFoundError(
+                f"Failed to {verb} {what}. Error: {e}",
+                kind=kind,
+                namespace=namespace,
+                name=name,
+                detail=str(e),
+            ) from None
+        except JobAlreadyExistsError as e:
+            raise AlreadyExistsError(
+                f"Failed to {verb} {what}. Error: {e}",
+                kind=kind,
+                namespace=namespace,
+                name=name,
+                detail=str(e),
+            ) from None
+        except InvalidJobError:
+            raise
+        except (BackendError, OSError) as e:
+            raise SDKError(f"Failed to {verb} {what}. Error: {e}", detail=str(e)) from None
+
+    # --- jobs ---
+    def create_job(self, obj: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace") or constants.DEFAULT_NAMESPACE, str(meta.get("name", ""))
+        job = self._call(
+            "create", str(obj.get("kind")), ns, name, lambda: self.local.submit(obj, namespace=ns)
+        )
+        return job.to_dict()
+
+    def create_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
+        if not isolated_env:
+            # The replicas inherit this interpreter's PATH (the local backend puts its directory first),
+            # so the script's `python` and `torchrun` are the caller's.
+            return self.create_job(obj)
+        meta = obj["metadata"]
+        ns, name, kind = (
+            meta.get("namespace") or constants.DEFAULT_NAMESPACE,
+            str(meta["name"]),
+            str(obj["kind"]),
+        )
+        # Checked first: a venv must never be made over the state of an existing job of that name.
+        if self.local.store.find_job(ns, name) is not None:
+            raise AlreadyExistsError(
+                f'Failed to create {kind}: {ns}/{name}. Error: {kind} "{name}" already exists in namespace "{ns}"',
+                kind=kind,
+                namespace=ns,
+                name=name,
+            )
+        self._call("create", kind, ns, name, lambda: self.local.prepare(obj))
+        target = self.local.paths.job_dir(ns, name) / JOB_PYTHON_DIR
+        try:
+            bindir = write_job_python_env(target)
+        except (OSError, StopIteration) as e:
+            shutil.rmtree(target, ignore_errors=True)
+            raise SDKError(
+                f"Failed to create {kind}: {ns}/{name}. Error: cannot create its Python environment: {e}"
+            ) from None
+        env = dict(self.local.env)
+        env["PATH"] = os.pathsep.join(
+            [str(bindir), str(Path(sys.executable).parent), env.get("PATH", os.defpath)]
+        )
+        env["VIRTUAL_ENV"] = str(target)
+        env.pop("PYTHONHOME", None)
+        submitter = LocalBackend(home=self.local.paths.home, env=env)
+        try:
+            job = self._call("create", kind, ns, name, lambda: submitter.submit(obj, namespace=ns))
+        except BaseException:
+            if self.local.store.find_job(ns, name) is None:
+                shutil.rmtree(target, ignore_errors=True)
+            raise
+        finally:
+            submitter.close()
+        return job.to_dict()
+
+    def get_job(
+        self, kind: str, namespace: str, name: str, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        return self._call(
+            "get", kind, namespace, name, lambda: self.local.get(name, namespace, kind)
+        ).to_dict()
+
+    def list_jobs(self, kind: str, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        jobs = self._call("list", kind, namespace, "", lambda: self.local.list_jobs(namespace, kind))
+        return [j.to_dict() for j in jobs]
+
+    def patch_job(
+        self, kind: str, namespace: str, name: str, patch: dict[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        current = self.get_job(kind, namespace, name)
+        current.pop("status", None)
+        merged = build_merge_patch(current, patch)
+        before = copy.deepcopy(current)
+        want_suspend = bool(((merged.get("spec") or {}).get("runPolicy") or {}).get("suspend") or False)
+        has_suspend = bool(((before.get("spec") or {}).get("runPolicy") or {}).get("suspend") or False)
+        # The local backend changes a running job's spec through set_suspend; anything else differing
+        # (after the suspend flag is equalised) is a change it cannot apply to live processes yet.
+        probe = copy.deepcopy(merged)
+        probe.setdefault("spec", {}).setdefault("runPolicy", {})["suspend"] = has_suspend
+        base = copy.deepcopy(before)
+        base.setdefault("spec", {}).setdefault("runPolicy", {})["suspend"] = has_suspend
+        if probe != base:
+            changed = sorted(k for k in set(probe) | set(base) if probe.get(k) != base.get(k))
+            raise SDKError(
+                f"Failed to patch {kind}: {namespace}/{name}. Error: the local backend can change only "
+                f"spec.runPolicy.suspend of an existing job (this patch also changes {', '.join(changed)}); "
+                "delete the job and create it again instead"
+            )
+        if want_suspend != has_suspend:
+            job = self._call(
+                "patch", kind, namespace, name, lambda: self.local.set_suspend(name, want_suspend, namespace)
+            )
+            return job.to_dict()
+        return self.get_job(kind, namespace, name)
+
+    def delete_job(
+        self,
+        kind: str,
+        namespace: str,
+        name: str,
+        options: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> None:
+        self.get_job(kind, namespace, name)  # the kind must match, as the URL of a DELETE does
+        grace = (options or {}).get("gracePeriodSeconds")
+        self._call(
+            "delete",
+            kind,
+            namespace,
+            name,
+            lambda: self.local.delete(
+                name, namespace, wait=DELETE_WAIT, grace=None if grace is None else float(grace)
+            ),
+        )
+
+    # --- pods, logs, events ---
+    def list_pods(
+        self, namespace: str, labels: Mapping[str, str], *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        job = labels.get(constants.JOB_NAME_LABEL)
+        names = [job] if job else [r.name for r in self.local.store.list_jobs(namespace)]
+        pods: list[dict[str, Any]] = []
+        for n in names:
+            with contextlib.suppress(JobNotFoundError):
+                pods.extend(self.local.pods(n, namespace))
+        return [
+            p
+            for p in pods
+            if all(((p.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in labels.items())
+        ]
+
+    def read_log(
+        self, namespace: str, job: str, pod: str, container: str, *, timeout: float | None = None
+    ) -> str:
+        lines = self._call(
+            "read logs of",
+            "Pod",
+            namespace,
+            pod,
+            lambda: list(self.local.logs(job, namespace, replica=pod, container=container)),
+        )
+        return "".join(f"{line.text}\n" for line in lines)
+
+    def stream_log(
+        self, namespace: str, job: str, pod: str, container: str, *, timeout: float | None = None
+    ) -> Iterator[str]:
+        # Follows the replica across restarts until the job has finished and the replica's processes ended.
+        lines = self.local.logs(job, namespace, replica=pod, container=container, follow=True)
+        try:
+            for line in lines:
+                yield line.text
+        except (JobNotFoundError, BackendError, OSError) as e:
+            raise SDKError(
+                f"Failed to read logs for pod {namespace}/{pod}. Error: {e}", detail=str(e)
+            ) from None
+
+    def list_events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for row in self.local.store.list_jobs(namespace):
+            for i, ev in enumerate(self.local.store.list_events(row.uid)):
+                out.append(
+                    {
+                        "metadata": {
+                            "name": f"{row.name}.{i}",
+                            "namespace": namespace,
+                            "creationTimestamp": _rfc3339(ev.first_ts),
+                        },
+                        "involvedObject": {
+                            "apiVersion": constants.API_VERSION,
+                            "kind": row.kind,
+                            "name": row.name,
+                            "namespace": namespace,
+                        },
+                        "type": ev.type,
+                        "reason": ev.reason,
+                        "message": ev.message,
+                        "count": ev.count,
+                        "firstTimestamp": _rfc3339(ev.first_ts),
+                        "lastTimestamp": _rfc3339(ev.last_ts),
+                    }
+                )
+        return out
+
+    def check_local_queue(self, namespace: str, queue_name: str) -> None:
+        # No Kueue here: the label is kept on the job (for when it moves to a cluster) and nothing waits on it.
+        return None
