@@ -40,6 +40,9 @@ main() {
     --background)
       mkdir -p "$KEY_DIR"
       if [[ -z "$(missing "${ALL_BINS[@]}")" ]]; then say "all binaries present in $BIN_DIR"; exit 0; fi
+      exec 9>"$KEY_DIR/.lock"
+      if ! flock -n 9; then say "a build is already running; follow with: tail -f $LOG"; exit 0; fi
+      exec 9>&-
       nohup "$SELF" >"$LOG" 2>&1 </dev/null &
       say "building in the background (pid $!); follow with: tail -f $LOG"
       exit 0 ;;
@@ -57,6 +60,9 @@ main() {
     say "another build holds $KEY_DIR/.lock (log: $LOG); waiting for it"
     flock 9
   fi
+  # Leftovers of an interrupted build (this one or an earlier one) are never moved into bin/.
+  rm -rf "$KEY_DIR"/.tmp-*
+  trap 'rm -rf "$KEY_DIR"/.tmp-*' EXIT
 
   if [[ -z "$(missing "${ALL_BINS[@]}")" ]]; then say "all binaries present in $BIN_DIR"; exit 0; fi
 
@@ -92,10 +98,10 @@ main() {
     total="$(cd "$HERE/tools/$dir" && go list -deps "$@" | wc -l)"
     say "$label: building $* (~$total packages)"
     # GOFLAGS=-mod=readonly: the committed go.mod/go.sum are the pin; never let a build rewrite them.
-    (cd "$HERE/tools/$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" \
-        go build -v -trimpath -ldflags "$ldflags" -o "$tmp/$out" "$@" 2>&1) | progress "$label" "$total"
-    local rc=${PIPESTATUS[0]}
-    if (( rc != 0 )); then rm -rf "$tmp"; say "$label: build FAILED (rc $rc)"; exit "$rc"; fi
+    if ! (cd "$HERE/tools/$dir" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly" \
+        go build -v -trimpath -ldflags "$ldflags" -o "$tmp/$out" "$@" 2>&1) | progress "$label" "$total"; then
+      say "$label: build FAILED"; exit 1
+    fi
     # Move into place only after the whole build succeeded, so a half build never looks complete.
     mv -f "$tmp"/* "$BIN_DIR/" && rmdir "$tmp"
     say "$label: done in $(( $(date +%s) - t0 ))s"
@@ -135,4 +141,4 @@ main() {
 }
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
-main "$@"
+main "$@"; exit $?  # on one line: bash never reads past it, even if the file changed meanwhile
