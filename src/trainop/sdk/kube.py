@@ -103,12 +103,10 @@ def load_config(config_file: str | None, context: str | None, client_configurati
         else:
             kc = KubeConfig.from_service_account(SERVICE_ACCOUNT_DIR)
         single = kc.get(context_name=context)
-    except ConfigError as e:
-        raise SDKError(f"Failed to load the Kubernetes configuration: {e}") from None
-    except FileNotFoundError as e:
+    except (ConfigError, FileNotFoundError) as e:
         raise SDKError(
-            f"Failed to load the Kubernetes configuration: {e}. Pass config_file=..., or use "
-            'TrainingClient(backend="local") to run jobs on this machine'
+            f"Failed to load the Kubernetes configuration: {e}. Pass config_file=... (or set $KUBECONFIG), "
+            'or use TrainingClient(backend="local") to run jobs on this machine'
         ) from None
     if single is None:
         raise SDKError(
