@@ -7,13 +7,13 @@ them after the test; ``cluster`` reads and writes in the test's namespace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from k8s_harness import REPO, Cluster, OperatorProcess
+from k8s_harness import REPO, Cluster, OperatorProcess, StartOperator
 
-from trainop.testing.testenv import K8sEnv, wait_for
+from trainop.testing.testenv import K8sEnv
 
 CRD_NAMES = [
     f"{p}.kubeflow.org" for p in ("pytorchjobs", "tfjobs", "xgboostjobs", "mpijobs", "paddlejobs", "jaxjobs")
@@ -48,9 +48,6 @@ def operator(
         op.stop()
 
 
-StartOperator = Callable[..., OperatorProcess]
-
-
 @pytest.fixture
 def start_operator(k8s_env: K8sEnv, crds: None, tmp_path: Path) -> Iterator[StartOperator]:
     started: list[OperatorProcess] = []
@@ -74,6 +71,3 @@ def cluster(k8s_env: K8sEnv, k8s_namespace: str) -> Iterator[Cluster]:
         yield c
     finally:
         c.close()
-
-
-__all__ = ["wait_for"]

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,9 @@ class OperatorProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=10)
+
+
+StartOperator = Callable[..., OperatorProcess]  # the start_operator fixture: (*flags, name=, wait=, ...)
 
 
 def job_resource(kind: str) -> Any:
