@@ -477,9 +477,9 @@ class ControlPlane:
         (self.run_dir / "tokens.csv").write_text(
             f'{self.token},trainop-admin,trainop-admin,"system:masters"\n'
         )
-        shm = Path("/dev/shm")
-        parent = shm if shm.is_dir() and os.access(shm, os.W_OK) else self.run_dir
-        self.etcd_dir = Path(tempfile.mkdtemp(prefix="trainop-etcd-", dir=parent))
+        etcd_parent = _etcd_parent_dir(self.run_dir)
+        _sweep_stale(etcd_parent, "trainop-etcd-")
+        self.etcd_dir = Path(tempfile.mkdtemp(prefix=f"trainop-etcd-{os.getpid()}-", dir=etcd_parent))
 
         # Ports can be taken between picking and binding; a component that exits at startup
         # (e.g. "address already in use") makes us retry with fresh ports.
@@ -755,6 +755,32 @@ class ControlPlane:
         return "\n".join(out)
 
 
+def _sweep_stale(parent: Path, prefix: str) -> None:
+    """Remove `<prefix><pid>-*` dirs whose pid is gone: what a SIGKILLed session left behind.
+
+    (Its processes died with it through PDEATHSIG; only the directories remain.)
+    """
+    for d in parent.glob(f"{prefix}*"):
+        pid = d.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _etcd_parent_dir(fallback: Path) -> Path:
+    """/dev/shm if it is a writable tmpfs with room, else `fallback` (on disk).
+
+    etcd preallocates two 64 MiB WAL segments, which a container's default 64 MiB /dev/shm
+    cannot hold; on disk, --unsafe-no-fsync keeps it fast enough.
+    """
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= 1 << 30:
+            return shm
+    except OSError:
+        pass
+    return fallback
+
+
 class _ComponentExited(RuntimeError):
     pass
 
@@ -1019,7 +1045,9 @@ def start_env(
     """Start a control plane from the cached binaries; raises BuildMissingError if they are missing."""
     bin_dir = find_bin_dir()
     _check_binaries(bin_dir)
-    rd = run_dir or Path(tempfile.mkdtemp(prefix="trainop-testenv-"))
+    if run_dir is None:
+        _sweep_stale(Path(tempfile.gettempdir()), "trainop-testenv-run-")
+    rd = run_dir or Path(tempfile.mkdtemp(prefix=f"trainop-testenv-run-{os.getpid()}-"))
     plane = ControlPlane(bin_dir=bin_dir, run_dir=rd, nodes=nodes, keep_run_dir=keep_run_dir)
     try:
         plane.start()
@@ -1045,9 +1073,15 @@ def k8s_env() -> Iterator[K8sEnv]:
         yield K8sEnv.from_state(Path(state))
         return
     try:
-        plane = start_env(keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")))
+        bin_dir = find_bin_dir()
+        _check_binaries(bin_dir)
     except BuildMissingError as e:
-        pytest.fail(str(e), pytrace=False)
+        missing = str(e)
+    else:
+        missing = ""
+    if missing:  # outside the except: the report then shows the message once, without a traceback
+        pytest.fail(missing, pytrace=False)
+    plane = start_env(keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")))
     try:
         sys.stderr.write(f"\n[testenv] control plane up in {plane.started_s:.1f}s at {plane.server}\n")
         yield K8sEnv.from_plane(plane)
