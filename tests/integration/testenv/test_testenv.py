@@ -221,6 +221,30 @@ def test_pod_is_scheduled_runs_and_ends_as_annotated(
     assert pod.status.podIP and pod.status.hostIP
 
 
+def test_every_container_gets_the_exit_code_and_init_containers_complete(client: Client) -> None:
+    pod = sim_pod("multi", outcome="fail", exit_code="5", run_duration="200ms")
+    assert pod.spec is not None
+    pod.spec.initContainers = [Container(name="init", image="trainop/sim")]
+    pod.spec.containers.append(Container(name="sidecar", image="trainop/sim"))
+    phases, got = pod_phase_history(client, pod, until={"Failed"})
+
+    assert phases == ["Pending", "Running", "Failed"]
+    assert got.status is not None
+    inits = got.status.initContainerStatuses or []
+    assert [(s.name, s.state.terminated.reason) for s in inits] == [("init", "Completed")]  # type: ignore[union-attr]
+    codes = {s.name: s.state.terminated.exitCode for s in got.status.containerStatuses or []}  # type: ignore[union-attr]
+    assert codes == {"main": 5, "sidecar": 5}
+
+
+def test_delete_delay_keeps_pod_terminating(client: Client) -> None:
+    client.create(sim_pod("slow-exit", delete_delay="3s"))
+    wait_for(lambda: client.get(Pod, "slow-exit").status.phase == "Running", timeout=60, what="Running")  # type: ignore[union-attr]
+    client.delete(Pod, "slow-exit")
+    terminating = client.get(Pod, "slow-exit")  # still there right after the delete call
+    assert terminating.metadata is not None and terminating.metadata.deletionTimestamp is not None
+    wait_for(lambda: _absent(client, Pod, "slow-exit"), timeout=30, what="pod removed after delete-delay")
+
+
 def test_on_failure_pod_restarts_in_place_with_exit_code(client: Client) -> None:
     client.create(sim_pod("crashy", "OnFailure", outcome="fail", exit_code="2", run_duration="300ms"))
 
