@@ -44,8 +44,11 @@ __all__ = [
     "ControlPlane",
     "K8sEnv",
     "find_bin_dir",
+    "issue_cert",
     "k8s_env",
     "k8s_namespace",
+    "start_env",
+    "wait_for",
 ]
 
 T = TypeVar("T")
@@ -396,16 +399,12 @@ def _log_tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text[-lines:])
 
 
-def _wait(
-    what: str, check: Callable[[], T | None], timeout: float, on_tick: Callable[[], None] | None = None
-) -> T:
-    """Poll check() until it returns a non-None value; raise TimeoutError naming `what`."""
+def _wait(what: str, check: Callable[[], T | None], timeout: float) -> T:
+    """Poll check() until it returns a non-None value (fast at first: start-up is seconds)."""
     deadline = time.monotonic() + timeout
     delay = 0.05
     last_err: BaseException | None = None
     while True:
-        if on_tick:
-            on_tick()
         try:
             got = check()
             if got is not None:
@@ -1062,7 +1061,7 @@ def start_env(
 
 
 @pytest.fixture(scope="session")
-def k8s_env() -> Iterator[K8sEnv]:
+def k8s_env(pytestconfig: pytest.Config) -> Iterator[K8sEnv]:
     """A real control plane for the whole session (etcd, apiserver, KCM, scheduler, kwok + nodes).
 
     Set TRAINOP_TESTENV_STATE to a running ``hack/testenv/up``'s state.json to reuse that one
@@ -1083,7 +1082,13 @@ def k8s_env() -> Iterator[K8sEnv]:
         pytest.fail(missing, pytrace=False)
     plane = start_env(keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")))
     try:
-        sys.stderr.write(f"\n[testenv] control plane up in {plane.started_s:.1f}s at {plane.server}\n")
+        # Shown even with output capture on: the warm-start time is a figure we track.
+        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        line = f"[testenv] control plane up in {plane.started_s:.1f}s at {plane.server} (run dir {plane.run_dir})"
+        if reporter is not None:
+            reporter.write_line(line)
+        else:
+            sys.stderr.write(line + "\n")
         yield K8sEnv.from_plane(plane)
     finally:
         plane.stop()
