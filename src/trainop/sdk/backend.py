@@ -7,7 +7,7 @@ No logic about conditions, selectors or waiting lives here.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 
@@ -75,8 +75,10 @@ class ClientBackend(Protocol):
         """Best-effort check that a Kueue LocalQueue exists (§7.3, 1.9.3+); warns, never fails on 403/404."""
         ...
 
-    def create_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
-        """Create a function-mode job. ``isolated_env``: its ``packages_to_install`` must not land in
-        the caller's environment (the local backend gives the job its own virtual environment; on
-        Kubernetes the pod's environment is already its own)."""
+    def create_function_job(
+        self, obj: dict[str, Any], *, packages_to_install: Sequence[str] | None, pip_index_url: str
+    ) -> dict[str, Any]:
+        """Create a function-mode job whose script pip-installs ``packages_to_install``. They must not
+        land in the caller's environment: the local backend gives the job its own virtual environment
+        (and installs them there first); on Kubernetes the pod's environment is already its own."""
         ...

@@ -188,7 +188,11 @@ class TrainingClient:
         if queue_name and queue_name.strip():
             self.backend.check_local_queue(meta["namespace"], queue_name)
         if train_func is not None:
-            self.backend.create_function_job(obj, isolated_env=isolated_env)
+            self.backend.create_function_job(
+                obj,
+                packages_to_install=packages_to_install if isolated_env else None,
+                pip_index_url=pip_index_url,
+            )
         else:
             self.backend.create_job(obj)
         logger.debug("%s %s/%s has been created", obj["kind"], meta["namespace"], meta.get("name"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -300,6 +300,8 @@ class KubernetesBackend:
         except httpx.HTTPError as e:
             raise ConnectionError(f"Failed to check LocalQueue {namespace}/{queue_name}: {e}") from None
 
-    def create_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
-        # In a pod the script's own `python -m pip install` already installs into the pod's environment.
+    def create_function_job(
+        self, obj: dict[str, Any], *, packages_to_install: Sequence[str] | None, pip_index_url: str
+    ) -> dict[str, Any]:
+        # In a pod the script's own `python -m pip install` installs into the pod's environment.
         return self.create_job(obj)

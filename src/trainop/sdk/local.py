@@ -2,7 +2,8 @@
 
 Jobs run as processes on this machine; objects cross as Kubernetes JSON, errors as the SDK's typed
 ones. Function-mode jobs with ``packages_to_install`` get their own virtual environment under the
-job's state directory, so the pip install their script runs never touches the caller's environment.
+job's state directory (packages installed there before the job starts), so the pip install their
+script runs never touches the caller's environment.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import copy
 import os
 import shutil
 import site
+import subprocess
 import sys
 import venv
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,6 +31,7 @@ T = TypeVar("T")
 
 # Under the job's state directory (removed with the job).
 JOB_PYTHON_DIR = "python"
+PIP_TIMEOUT = 900.0  # seconds for one pip install of packages_to_install
 # Deletion: how long update/delete wait for replicas to stop (the local backend's own default applies).
 DELETE_WAIT = True
 
@@ -71,6 +74,36 @@ def write_job_python_env(target: Path) -> Path:
     torchrun.write_text(build_torchrun_wrapper(bindir / "python"))
     torchrun.chmod(0o755)
     return bindir
+
+
+def install_packages(python: Path, packages: Sequence[str], index_url: str) -> None:
+    """``pip install`` into the job venv (bootstrapping pip there if the caller's is not importable);
+    RuntimeError with pip's own words when it fails."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("PIP_USER", None)
+    has_pip = subprocess.run([str(python), "-c", "import pip"], capture_output=True, env=env, check=False)
+    if has_pip.returncode != 0:
+        subprocess.run(
+            [str(python), "-m", "ensurepip"], capture_output=True, env=env, check=True, timeout=PIP_TIMEOUT
+        )
+    cmd = [
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-warn-script-location",
+        "--index-url",
+        index_url,
+    ]
+    res = subprocess.run(
+        [*cmd, *map(str, packages)], capture_output=True, text=True, env=env, check=False, timeout=PIP_TIMEOUT
+    )
+    if res.returncode != 0:
+        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
+        raise RuntimeError(
+            f"pip install {' '.join(map(str, packages))} failed (exit {res.returncode}):\n{tail}"
+        )
 
 
 def _rfc3339(ts: float) -> str:
@@ -123,8 +156,10 @@ class LocalJobBackend:
         )
         return job.to_dict()
 
-    def create_function_job(self, obj: dict[str, Any], *, isolated_env: bool) -> dict[str, Any]:
-        if not isolated_env:
+    def create_function_job(
+        self, obj: dict[str, Any], *, packages_to_install: Sequence[str] | None, pip_index_url: str
+    ) -> dict[str, Any]:
+        if not packages_to_install:
             # The replicas inherit this interpreter's PATH (the local backend puts its directory first),
             # so the script's `python` and `torchrun` are the caller's.
             return self.create_job(obj)
@@ -146,10 +181,14 @@ class LocalJobBackend:
         target = self.local.paths.job_dir(ns, name) / JOB_PYTHON_DIR
         try:
             bindir = write_job_python_env(target)
-        except (OSError, StopIteration) as e:
+            # Installed once here, so the replicas' own identical `pip install` (the script is the
+            # same as on Kubernetes) finds everything in place instead of racing to write one prefix.
+            install_packages(bindir / "python", packages_to_install, pip_index_url)
+        except (OSError, StopIteration, subprocess.SubprocessError, RuntimeError) as e:
             shutil.rmtree(target, ignore_errors=True)
             raise SDKError(
-                f"Failed to create {kind}: {ns}/{name}. Error: cannot create its Python environment: {e}"
+                f"Failed to create {kind}: {ns}/{name}. Error: cannot prepare its Python environment: {e}",
+                detail=str(e),
             ) from None
         env = dict(self.local.env)
         env["PATH"] = os.pathsep.join(

@@ -190,6 +190,16 @@ def create_from_function_with_packages(
         logs, _ = env.client.get_job_logs("pk")
         text = logs["pk-master-0"]
         assert text.startswith("tinypkg says hi from the job venv from "), text
+        # Locally the packages are installed before the job starts: a pip failure fails create_job.
+        missing = tmp_path / "missing-0.1-py3-none-any.whl"
+        with pytest.raises(
+            RuntimeError, match=r"cannot prepare its Python environment: pip install .*missing"
+        ):
+            env.client.create_job(
+                name="pk-bad", train_func=train_with_package, packages_to_install=[str(missing)]
+            )
+        with pytest.raises(NotFoundError):
+            env.client.get_job("pk-bad")
         job_env = text.rsplit(" prefix ", 1)[1].strip()
         assert Path(job_env) != Path(sys.prefix)
         assert f"{Path(job_env)}/" in text.split(" from ", 2)[2]
