@@ -5,6 +5,7 @@ controller-manager, scheduler and kwok started by the ``k8s_env`` fixture (hack/
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.server
 import json
@@ -20,7 +21,7 @@ from lightkube import ApiError, Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
-from lightkube.resources.core_v1 import ConfigMap, Pod
+from lightkube.resources.core_v1 import ConfigMap, Node, Pod
 from lightkube.types import PatchType
 
 from trainop.testing.testenv import K8sEnv, wait_for
@@ -307,6 +308,19 @@ def test_deleting_a_running_pod_completes(client: Client) -> None:
             return e.status.code == 404
 
     wait_for(gone, timeout=30, what="pod removed")
+
+
+def test_async_client_sees_the_nodes(k8s_env: K8sEnv) -> None:
+    async def names() -> list[str]:
+        client = k8s_env.async_client()
+        try:
+            return sorted(
+                [n.metadata.name async for n in client.list(Node) if n.metadata and n.metadata.name]
+            )
+        finally:
+            await client.close()
+
+    assert asyncio.run(names()) == sorted(k8s_env.nodes)
 
 
 def test_fake_nodes_offer_gpus(k8s_env: K8sEnv) -> None:
