@@ -1,0 +1,191 @@
+"""manifests/ installs with a client-side ``kubectl apply -k``, and its least-privilege RBAC is enough:
+the operator runs as the manifests' ServiceAccount (its own token, not admin) through a whole job
+life, leader election, the webhook certificate and caBundle, MPI's launcher Role (RBAC escalation
+rules), with no request forbidden."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from k8s_harness import REPO, SIM_OUTCOME, Cluster, OperatorProcess, annotate, free_port
+
+from trainop.backends.kubernetes import resources as r
+from trainop.operator.webhook import webhook_name
+from trainop.testing.builders import mpi_job, pytorch_job
+from trainop.testing.testenv import K8sEnv, wait_for
+
+OVERLAY = REPO / "manifests" / "overlays" / "standalone"
+NS = "kubeflow"
+VWC = "validator.training-operator.kubeflow.org"
+SELECTOR_LABEL = "trainop.dev/manifests-test"
+
+
+def sa_kubeconfig(env: K8sEnv, token: str, path: Path) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "t",
+                        "cluster": {"server": env.server, "certificate-authority": str(env.ca_file)},
+                    }
+                ],
+                "users": [{"name": "training-operator", "user": {"token": token}}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "training-operator"}}],
+                "current-context": "t",
+            }
+        )
+    )
+    return path
+
+
+@dataclass
+class Reapplied:
+    stdout: str
+    ca_bundles: list[str | None]
+
+
+@dataclass
+class Installed:
+    op: OperatorProcess
+    token: str
+    reapplied: Reapplied
+
+
+@pytest.fixture(scope="module")
+def installed(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    tmp = tmp_path_factory.mktemp("manifests")
+    token = secrets.token_hex(4)
+    port = free_port()
+
+    def not_terminating() -> bool | None:  # a previous run's namespace may still be going away
+        got = k8s_env.kubectl("get", "namespace", NS, "-o", "jsonpath={.status.phase}", check=False)
+        return got.returncode != 0 or got.stdout == "Active" or None
+
+    wait_for(not_terminating, 120, f"namespace {NS} from an earlier run to be deleted")
+    try:
+        first = k8s_env.kubectl("apply", "-k", str(OVERLAY))
+        assert "deployment.apps/training-operator created" in first.stdout, first.stdout
+        # The operator injects caBundle into the configuration; re-applying the manifests must keep it.
+        bundle = "dGVzdA=="
+        k8s_env.kubectl("patch", "validatingwebhookconfiguration", VWC, "--type=json", "-p",
+                        json.dumps([{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+                                    for i in range(5)]))  # fmt: skip
+        again = k8s_env.kubectl("apply", "-k", str(OVERLAY))
+        with k8s_env.client() as c:
+            vwc: dict[str, Any] = dict(c.get(r.ValidatingWebhookConfiguration, VWC))
+        reapplied = Reapplied(again.stdout, [w["clientConfig"].get("caBundle") for w in vwc["webhooks"]])
+        # The API server cannot reach the in-cluster Service here: point the webhooks at the test's
+        # operator on loopback, and only at this module's namespaces.
+        for w in vwc["webhooks"]:
+            kind = w["name"].split(".")[1]
+            w["clientConfig"] = {"url": f"https://127.0.0.1:{port}/validate-kubeflow-org-v1-{kind}"}
+            w["namespaceSelector"] = {"matchLabels": {SELECTOR_LABEL: token}}
+        with k8s_env.client() as c:
+            c.replace(r.ValidatingWebhookConfiguration(vwc))
+        sa_token = k8s_env.kubectl(
+            "create", "token", "training-operator", "-n", NS, "--duration=2h"
+        ).stdout.strip()
+        op = OperatorProcess(
+            k8s_env,
+            [
+                "--leader-elect",
+                f"--webhook-server-port={port}",
+                "--webhook-host=127.0.0.1",
+                "--webhook-cert-host=127.0.0.1",
+                f"--cert-dir={tmp / 'certs'}",
+            ],
+            tmp / "operator.log",
+            kubeconfig=sa_kubeconfig(k8s_env, sa_token, tmp / "sa.kubeconfig"),
+            extra_env={"MY_POD_NAMESPACE": NS, "MY_POD_NAME": "training-operator-test"},
+        ).start()
+        try:
+            op.wait_ready()
+            wait_for(lambda: op.metric("leader_election_master_status") == 1 or None, 60, "leadership")
+            yield Installed(op, token, reapplied)
+        finally:
+            op.stop()
+    finally:
+        # Never leave a failurePolicy=Fail webhook behind. The CRDs stay (other tests use them).
+        for obj in (f"validatingwebhookconfiguration/{VWC}", "clusterrolebinding/training-operator",
+                    "clusterrole/training-operator", f"namespace/{NS}"):  # fmt: skip
+            k8s_env.kubectl("delete", obj, "--ignore-not-found", "--wait=false", check=False)
+
+
+def test_apply_is_idempotent_client_side(installed: Installed, k8s_env: K8sEnv) -> None:
+    again = installed.reapplied
+    assert "deployment.apps/training-operator unchanged" in again.stdout
+    assert "clusterrole.rbac.authorization.k8s.io/training-operator unchanged" in again.stdout
+    assert again.ca_bundles == ["dGVzdA=="] * 5  # the injected caBundle survives a re-apply
+    with k8s_env.client() as c:
+        vwc = dict(c.get(r.ValidatingWebhookConfiguration, VWC))
+    kinds = ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
+    assert sorted(w["name"] for w in vwc["webhooks"]) == sorted(webhook_name(k) for k in kinds)
+    assert all(
+        w["failurePolicy"] == "Fail" and w["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+        for w in vwc["webhooks"]
+    )
+    # The operator has replaced the test's placeholder with its own CA.
+    assert all(w["clientConfig"].get("caBundle") not in (None, "dGVzdA==") for w in vwc["webhooks"])
+
+
+def test_deployment_is_hardened(installed: Installed, k8s_env: K8sEnv) -> None:
+    dep = k8s_env.kubectl_json("get", "deployment", "training-operator", namespace=NS)
+    pod = dep["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    got = {
+        "runAsNonRoot": pod["securityContext"]["runAsNonRoot"],
+        "readOnlyRootFilesystem": c["securityContext"]["readOnlyRootFilesystem"],
+        "allowPrivilegeEscalation": c["securityContext"]["allowPrivilegeEscalation"],
+        "drop": c["securityContext"]["capabilities"]["drop"],
+        "requests": sorted(c["resources"]["requests"]),
+        "limits": sorted(c["resources"]["limits"]),
+        "probes": (c["livenessProbe"]["httpGet"]["path"], c["readinessProbe"]["httpGet"]["path"]),
+    }
+    assert got == {
+        "runAsNonRoot": True,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "drop": ["ALL"],
+        "requests": ["cpu", "memory"],
+        "limits": ["cpu", "memory"],
+        "probes": ("/healthz", "/readyz"),
+    }
+
+
+def test_cluster_role_has_no_wildcards(installed: Installed, k8s_env: K8sEnv) -> None:
+    role = k8s_env.kubectl_json("get", "clusterrole", "training-operator")
+    for rule in role["rules"]:
+        assert "*" not in rule["verbs"] and "*" not in rule.get("resources", []), rule
+    assert not any("secrets" in rule.get("resources", []) for rule in role["rules"])
+
+
+def test_service_account_runs_a_job_end_to_end(installed: Installed, cluster: Cluster) -> None:
+    cluster.env.kubectl("label", "namespace", cluster.namespace, f"{SELECTOR_LABEL}={installed.token}")
+    # Admission goes through the operator running with the manifests' RBAC.
+    bad = cluster.env.kubectl(
+        "apply", "-f", "-", namespace=cluster.namespace, check=False,
+        input=yaml.safe_dump({**pytorch_job("bad").master(2).build_dict(), "metadata": {"name": "bad"}}),
+    )  # fmt: skip
+    assert "denied the request: spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1" in bad.stderr
+    job = pytorch_job("sa").master(1).workers(1).run_policy(ttl_seconds_after_finished=1)
+    cluster.create(job.template(annotate({SIM_OUTCOME: "succeed"})).build_dict())
+    try:
+        cluster.wait_condition("PyTorchJob", "sa", "Succeeded")
+    except TimeoutError:
+        raise AssertionError(installed.op.log_tail(80)) from None
+    wait_for(lambda: cluster.job("PyTorchJob", "sa") is None or None, 60, "TTL deletion")
+    # MPI: creating the launcher Role needs every right it grants (RBAC escalation check).
+    cluster.create(mpi_job("mpi").launcher(1).workers(1).build_dict())
+    wait_for(lambda: cluster.get(r.Pod, "mpi-launcher") or None, 60, "MPI launcher pod")
+    assert cluster.get(r.Role, "mpi-launcher") is not None
+    assert installed.op.metric("rest_client_requests_total", code="403") == 0, installed.op.log_tail()
