@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 FIELD_MANAGER = "trainop-sdk"
+THROTTLE_RETRIES = 10
+THROTTLE_MAX_WAIT_S = 5.0
 
 # The kubeflow.org/v1 kinds as lightkube generic resources (lightkube returns the same class when
 # another module, e.g. the operator, declares the same resource).
@@ -151,7 +154,7 @@ class KubernetesBackend:
     def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
         what = f"{kind}: {namespace}/{name}" if name else f"{kind}s in namespace {namespace}"
         try:
-            return fn()
+            return self._retry_throttled(fn)
         except ApiError as e:
             code = e.status.code
             detail = str(e.status.message or e)
@@ -169,6 +172,20 @@ class KubernetesBackend:
             raise WaitTimeoutError(f"Timeout to {verb} {what}: {e}") from None
         except httpx.HTTPError as e:
             raise SDKError(f"Failed to {verb} {what}. Error: {e}", detail=str(e)) from None
+
+    @staticmethod
+    def _retry_throttled(fn: Callable[[], T]) -> T:
+        # A 429 (throttled, or a resource's storage still initialising just after its CRD was
+        # installed) means the request was not processed: retry after Retry-After, as client-go does.
+        for attempt in range(THROTTLE_RETRIES):
+            try:
+                return fn()
+            except ApiError as e:
+                if e.status.code != 429 or attempt == THROTTLE_RETRIES - 1:
+                    raise
+                after = e.response.headers.get("Retry-After", "") if e.response is not None else ""
+                time.sleep(min(float(after) if after.isdigit() else 1.0, THROTTLE_MAX_WAIT_S))
+        raise AssertionError("unreachable")
 
     # --- jobs ---
     def create_job(self, obj: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
