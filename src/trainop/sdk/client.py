@@ -39,9 +39,6 @@ FOLLOW_QUEUE_SIZE = 100
 FOLLOW_LINES_PER_TURN = 50
 FOLLOW_POLL_S = 1.0
 
-# create_job arguments that may accompany `job` (§7.3; labels/annotations/queue_name from 1.9.2/1.9.3).
-_ALLOWED_WITH_JOB = ("namespace", "pip_index_url", "num_workers", "labels", "annotations", "queue_name")
-
 
 class _StreamEnd:
     """Sentinel a reader thread puts on its queue when the stream ends (``error`` set if it failed)."""
@@ -61,7 +58,8 @@ class TrainingClient:
         namespace: default namespace of every method. Defaults to the in-pod service-account namespace,
             else the kube-config context's namespace, else ``default`` (always ``default`` locally).
         job_kind: default kind of every method (``PyTorchJob``).
-        backend: ``"local"`` (processes on this machine, no cluster) or ``"kubernetes"``; defaults to
+        backend: ``"local"`` (processes on this machine, no cluster) or ``"kubernetes"``. Defaults to
+            Kubernetes when ``config_file``/``context``/``client_configuration`` is given, else to
             ``$TRAINOP_BACKEND``, else Kubernetes. A ``ClientBackend`` object is also accepted.
         local_home: the local backend's state directory (defaults to ``$TRAINOP_HOME``).
 
@@ -89,10 +87,28 @@ class TrainingClient:
         if job_kind not in constants.JOB_PARAMETERS:
             raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
         self.job_kind = job_kind
-        chosen = backend if backend is not None else os.environ.get(ENV_BACKEND) or "kubernetes"
+        kube_args = [
+            k
+            for k, v in (
+                ("config_file", config_file),
+                ("context", context),
+                ("client_configuration", client_configuration),
+            )
+            if v is not None
+        ]
+        # Explicit cluster arguments mean Kubernetes; $TRAINOP_BACKEND decides only for a bare constructor.
+        chosen = (
+            backend
+            if backend is not None
+            else ("kubernetes" if kube_args else os.environ.get(ENV_BACKEND) or "kubernetes")
+        )
         default_ns = constants.DEFAULT_NAMESPACE
         if isinstance(chosen, str):
             if chosen == "local":
+                if kube_args:
+                    raise ValueError(
+                        f"{', '.join(kube_args)}: only for the Kubernetes backend, not backend='local'"
+                    )
                 from trainop.sdk.local import LocalJobBackend
 
                 self.backend: ClientBackend = LocalJobBackend(home=local_home)

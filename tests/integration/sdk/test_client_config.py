@@ -29,6 +29,12 @@ from trainop.sdk import SDKError
             id="unknown backend argument",
         ),
         pytest.param(
+            dict(backend="local", config_file="kubeconfig", context="c"),
+            {},
+            "config_file, context: only for the Kubernetes backend, not backend='local'",
+            id="cluster arguments with the local backend",
+        ),
+        pytest.param(
             {},
             {"TRAINOP_BACKEND": "nomad"},
             "$TRAINOP_BACKEND: unknown backend 'nomad'; use one of ['local', 'kubernetes']",
