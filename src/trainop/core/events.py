@@ -95,11 +95,13 @@ def build_abnormal_pod_events(pod: dict[str, Any]) -> list[Event]:
     Containers that terminated with a non-zero code, or wait with a message; with no container
     statuses, the newest pod condition that is not True.
     """
+    status = pod.get("status") or {}
+    statuses = status.get("containerStatuses") or ()
+    if statuses and all("running" in (cs.get("state") or ()) for cs in statuses):
+        return []  # the common case, every container running: nothing to say
     name = detect_name(pod)
     uid = detect_uid(pod) or name
-    status = pod.get("status") or {}
     out: list[Event] = []
-    statuses = status.get("containerStatuses") or ()
     if statuses:
         for cs in statuses:
             state = cs.get("state") or {}

@@ -108,16 +108,28 @@ def _copy_status(status: JobStatus | None) -> JobStatus:
 
 
 @dataclass(slots=True)
+class _Pod:
+    """An observed pod with the fields every step reads, looked up once per pass."""
+
+    obj: dict[str, Any]
+    name: str
+    phase: str
+    deleting: bool
+
+
+@dataclass(slots=True)
 class _Replica:
     """One replica type's observed pods and Services, sorted once per pass."""
 
     rtype: str
     spec: ReplicaSpec
-    pods: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[_Pod] = field(default_factory=list)
     services: list[dict[str, Any]] = field(default_factory=list)
     active: int = 0
     succeeded: int = 0
     failed: int = 0
+    # (index, name) of the replicas that should exist; the plugin is asked once per pass.
+    wanted: list[tuple[int, str]] = field(default_factory=list)
 
 
 class _Pass:
@@ -142,6 +154,7 @@ class _Pass:
         self.kind = job.kind
         self.name = job.name
         self.replicas: dict[str, _Replica] = {}
+        self.pods: list[_Pod] = []
         self.deleted: set[tuple[str, str]] = set()
         self.restarted = False  # the restart path recreated a pod this pass
 
@@ -190,7 +203,10 @@ class _Pass:
         if plan.deletes_job:
             plan.status_changed = False  # the job is gone; there is no status to write
         else:
-            plan.status_changed = self.status.to_dict() != self.previous.to_dict()
+            # Model equality first (cheap); JSON equality decides when the models differ only in form.
+            plan.status_changed = (
+                self.status != self.previous and self.status.to_dict() != self.previous.to_dict()
+            )
         return plan
 
     # -- bookkeeping --------------------------------------------------------------------------------
@@ -295,24 +311,27 @@ class _Pass:
         pods as §4.2 does: Running → active (Running and terminating → failed), Succeeded, Failed.
         Objects of a type the spec does not name are left alone, as upstream."""
         by_label: dict[str, _Replica] = {}
-        for rtype, spec in self.job.replica_specs.items():
+        job, plugin = self.job, self.plugin
+        for rtype, spec in job.replica_specs.items():
             replica = _Replica(rtype, spec)
+            replica.wanted = [(i, plugin.pod_name(job, rtype, i)) for i in plugin.replica_indices(job, rtype)]
             self.replicas[rtype] = replica
             by_label[rtype.lower()] = replica
-        for pod in self.observed.pods:
-            owner = by_label.get(detect_label(pod, LABEL_REPLICA_TYPE) or "")
+        for obj in self.observed.pods:
+            pod = _Pod(obj, detect_name(obj), detect_phase(obj), detect_deleting(obj))
+            self.pods.append(pod)
+            owner = by_label.get(detect_label(obj, LABEL_REPLICA_TYPE) or "")
             if owner is None:
                 continue
             owner.pods.append(pod)
-            phase = detect_phase(pod)
-            if phase == PHASE_RUNNING:
-                if detect_deleting(pod):
+            if pod.phase == PHASE_RUNNING:
+                if pod.deleting:
                     owner.failed += 1
                 else:
                     owner.active += 1
-            elif phase == PHASE_SUCCEEDED:
+            elif pod.phase == PHASE_SUCCEEDED:
                 owner.succeeded += 1
-            elif phase == PHASE_FAILED:
+            elif pod.phase == PHASE_FAILED:
                 owner.failed += 1
         for svc in self.observed.services:
             owner = by_label.get(detect_label(svc, LABEL_REPLICA_TYPE) or "")
@@ -321,11 +340,10 @@ class _Pass:
 
     def _record_abnormal_pods(self) -> None:
         """§6.3: warnings for active pods whose containers crash or wait with a message."""
-        for pod in self.observed.pods:
-            phase = detect_phase(pod)
-            if phase in (PHASE_SUCCEEDED, PHASE_FAILED) or detect_deleting(pod):
+        for pod in self.pods:
+            if pod.phase in (PHASE_SUCCEEDED, PHASE_FAILED) or pod.deleting:
                 continue
-            self.plan.events.extend(ev.build_abnormal_pod_events(pod))
+            self.plan.events.extend(ev.build_abnormal_pod_events(pod.obj))
 
     def _past_limits(self) -> bool:
         """§4.6 and §4.7: fail the job when backoffLimit or activeDeadlineSeconds is exceeded.
@@ -339,7 +357,7 @@ class _Pass:
         if rp.backoff_limit is not None and (
             detect_new_failure_past_limit(rp.backoff_limit, specs, self.observed.pods, self.previous)
             or detect_restarts_past_limit(
-                rp.backoff_limit, specs, {r.rtype: r.pods for r in self.replicas.values()}
+                rp.backoff_limit, specs, {r.rtype: [p.obj for p in r.pods] for r in self.replicas.values()}
             )
         ):
             message = build_backoff_message(self.name)
@@ -362,28 +380,28 @@ class _Pass:
     def _reconcile_failed_pods(self) -> None:
         """§4.5 for every pod that is not already terminating: ExitedWithCode, then the restart policy
         of a Failed pod (recreate it, or fail the job under ExitCode with a permanent code)."""
+        if not self.plugin.restarts_failed_pods:
+            return  # MPI has its own pod logic and never deletes failed pods (§4.4)
         container = self.info.default_container
         namespace = self.job.namespace
         for replica in self.replicas.values():
             for pod in replica.pods:
-                if detect_deleting(pod):
+                if pod.deleting:
                     continue
-                if not self.plugin.restarts_failed_pods:
-                    continue  # MPI has its own pod logic and never deletes failed pods (§4.4)
-                if detect_default_container_terminated(pod, container) is not None:
-                    exit_code = detect_exit_code(pod, container)
-                    self.plan.events.append(ev.build_exited_event(namespace, pod, exit_code))
-                if detect_phase(pod) != PHASE_FAILED:
+                if detect_default_container_terminated(pod.obj, container) is not None:
+                    exit_code = detect_exit_code(pod.obj, container)
+                    self.plan.events.append(ev.build_exited_event(namespace, pod.obj, exit_code))
+                if pod.phase != PHASE_FAILED:
                     continue
                 policy = replica.spec.restart_policy or self.info.default_restart_policy
-                decision = detect_restart(policy, detect_exit_code(pod, container))
+                decision = detect_restart(policy, detect_exit_code(pod.obj, container))
                 if decision == RESTART:
-                    self._restart(replica.rtype, pod)
+                    self._restart(replica.rtype, pod.name)
                 elif decision == FAIL:
                     self._fail_permanently(replica.rtype)
 
-    def _restart(self, rtype: str, pod: dict[str, Any]) -> None:
-        self._delete("Pod", detect_name(pod))
+    def _restart(self, rtype: str, pod_name: str) -> None:
+        self._delete("Pod", pod_name)
         message = build_restarting_message(self.name, rtype)
         reason = f"{self.kind}Restarting"
         self._event("Warning", reason, message)
@@ -415,6 +433,7 @@ class _Pass:
         statuses = {}
         scalable = self.info.scalable
         default_policy = self.info.default_restart_policy
+        previous = self.previous.replica_statuses or {}
         for rtype, r in self.replicas.items():
             counts[rtype] = ReplicaCounts(
                 replicas=r.spec.replicas or 0,
@@ -424,7 +443,17 @@ class _Pass:
                 restart_policy=r.spec.restart_policy or default_policy,
             )
             selector = build_selector(self.info, self.name, rtype) if scalable else None
-            statuses[rtype] = build_replica_status(r.active, r.succeeded, r.failed, selector)
+            old = previous.get(rtype)
+            if (
+                old is not None
+                and (old.active or 0, old.succeeded or 0, old.failed or 0)
+                == (r.active, r.succeeded, r.failed)
+                and old.selector == selector
+                and old.label_selector is None
+            ):
+                statuses[rtype] = old  # unchanged: keep the stored entry (and any field we do not know)
+            else:
+                statuses[rtype] = build_replica_status(r.active, r.succeeded, r.failed, selector)
         self.status.replica_statuses = statuses or None
         # The rule sees this pass's status so far (upstream hands it the in-flight status): TF keeps a
         # Restarting that the restart path set a moment ago instead of failing the job.
@@ -479,17 +508,18 @@ class _Pass:
 
     def _reconcile_pods(self, replica: _Replica) -> None:
         """§3.1: create the missing pods, delete those past ``replicas`` (scale-down)."""
-        job, plugin = self.job, self.plugin
-        observed = {detect_name(p): p for p in replica.pods}
-        wanted: set[str] = set()
-        for index in plugin.replica_indices(job, replica.rtype):
-            name = plugin.pod_name(job, replica.rtype, index)
-            wanted.add(name)
-            if name not in observed:
+        observed = {p.name: p for p in replica.pods}
+        present = 0
+        for index, name in replica.wanted:
+            if name in observed:
+                present += 1
+            else:
                 self._create_pod(replica, index, name)
-        for name, pod in observed.items():
-            if name not in wanted and not detect_deleting(pod):
-                self._delete("Pod", name)
+        if len(observed) > present:  # some observed pods are not wanted
+            wanted = {name for _, name in replica.wanted}
+            for name, pod in observed.items():
+                if name not in wanted and not pod.deleting:
+                    self._delete("Pod", name)
 
     def _create_pod(self, replica: _Replica, index: int, name: str) -> None:
         job, plugin = self.job, self.plugin
@@ -518,14 +548,12 @@ class _Pass:
 
     def _reconcile_services(self, replica: _Replica) -> None:
         """§3.2: one headless Service per replica, never updated; those past ``replicas`` are deleted."""
-        job, plugin = self.job, self.plugin
         observed = {detect_name(s): s for s in replica.services}
-        wanted: set[str] = set()
         ports: list[dict[str, Any]] | None = None
-        for index in plugin.replica_indices(job, replica.rtype):
-            name = plugin.pod_name(job, replica.rtype, index)
-            wanted.add(name)
+        present = 0
+        for index, name in replica.wanted:
             if name in observed:
+                present += 1
                 continue
             if ports is None:
                 ports = build_service_ports(replica.spec, self.info)
@@ -537,11 +565,13 @@ class _Pass:
                         key=f"FailedCreateService/{replica.rtype}/no-port",
                     )
                     return
-            svc = build_service(job, self.info, replica.rtype, index, name=name, ports=ports)
+            svc = build_service(self.job, self.info, replica.rtype, index, name=name, ports=ports)
             self._act(ev.build_create_action(self.info, svc))
-        for name, svc in observed.items():
-            if name not in wanted and not detect_deleting(svc):
-                self._delete("Service", name)
+        if len(observed) > present:  # some observed Services are not wanted
+            wanted = {name for _, name in replica.wanted}
+            for name, svc in observed.items():
+                if name not in wanted and not detect_deleting(svc):
+                    self._delete("Service", name)
 
     def _requeue_at_deadline(self) -> None:
         """A real activeDeadlineSeconds (§9.4): come back when it expires, not on the next event."""
