@@ -521,20 +521,43 @@ class TrainingClient:
     ) -> dict[str, str]:
         queues: dict[str, queue.Queue[str | _StreamEnd]] = {p: queue.Queue(FOLLOW_QUEUE_SIZE) for p in pods}
 
+        stop = threading.Event()  # set when the caller stops reading (an error): readers then give up
+
+        def put(q: queue.Queue[str | _StreamEnd], item: str | _StreamEnd) -> bool:
+            while not stop.is_set():
+                try:
+                    q.put(item, timeout=FOLLOW_POLL_S)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
         def read(pod: str, q: queue.Queue[str | _StreamEnd]) -> None:
             try:
                 for line in self.backend.stream_log(namespace, job, pod, container, timeout=timeout):
-                    q.put(line)
+                    if not put(q, line):
+                        return
             except BaseException as e:  # handed to the caller's thread
-                q.put(_StreamEnd(e))
+                put(q, _StreamEnd(e))
             else:
-                q.put(_StreamEnd())
+                put(q, _StreamEnd())
 
         threads = [
             threading.Thread(target=read, args=(p, queues[p]), daemon=True, name=f"logs-{p}") for p in pods
         ]
         for t in threads:
             t.start()
+        try:
+            return self._drain_logs(namespace, pods, queues)
+        finally:
+            stop.set()
+
+    @staticmethod
+    def _drain_logs(
+        namespace: str, pods: list[str], queues: Mapping[str, queue.Queue[str | _StreamEnd]]
+    ) -> dict[str, str]:
+        """Round-robin over the pods' queues (up to FOLLOW_LINES_PER_TURN lines each per turn),
+        printing ``[Pod <name>]: <line>``, until every stream has ended (§7.3)."""
         lines: dict[str, list[str]] = {p: [] for p in pods}
         open_streams = list(pods)
         while open_streams:
