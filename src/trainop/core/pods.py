@@ -98,20 +98,20 @@ def build_pod(
     spec: ReplicaSpec,
     *,
     name: str,
-    master: bool,
+    labels: dict[str, str],
 ) -> tuple[dict[str, Any], bool]:
     """The Pod for replica ``rtype``/``index`` before the plugin customises it (§3.1).
 
-    Labels: the template's, then the operator's (which win). Annotations and finalizers come from the
-    template; no other template metadata does. Exactly one ownerReference. ``restartPolicy`` comes from
-    the replica spec (ExitCode → Never). Returns the pod and whether the template set its own
-    restartPolicy (the caller records the SetPodTemplateRestartPolicy warning).
+    Labels: the template's, then the operator's ``labels`` (which win; the plugin's ``pod_labels``).
+    Annotations and finalizers come from the template; no other template metadata does. Exactly one
+    ownerReference. ``restartPolicy`` comes from the replica spec (ExitCode → Never). Returns the pod
+    and whether the template set its own restartPolicy (the caller records the warning).
     """
     template = spec.template
     tmeta = template.get("metadata") or _EMPTY
-    labels: dict[str, str] = dict(tmeta.get("labels") or _EMPTY)
-    labels.update(build_replica_labels(info, job.name, rtype, index, master=master))
-    meta: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
+    merged: dict[str, str] = dict(tmeta.get("labels") or _EMPTY)
+    merged.update(labels)
+    meta: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": merged}
     if tmeta.get("annotations"):
         meta["annotations"] = dict(tmeta["annotations"])
     if tmeta.get("finalizers"):

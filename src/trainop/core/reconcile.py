@@ -530,13 +530,9 @@ class _Pass:
             index,
             replica.spec,
             name=name,
-            master=plugin.is_master_role(job, replica.rtype, index),
+            # The plugin knows the master role and MPI's launcher labels (no replica-index, §3.9).
+            labels=plugin.pod_labels(job, replica.rtype, index),
         )
-        pod_labels = getattr(plugin, "pod_labels", None)
-        if pod_labels is not None:
-            # The plugin's labels are authoritative (MPI's launcher has no replica-index, §3.9).
-            template_labels = (replica.spec.template.get("metadata") or {}).get("labels") or {}
-            pod["metadata"]["labels"] = {**template_labels, **pod_labels(job, replica.rtype, index)}
         if template_policy:
             self._event(
                 "Warning",
