@@ -8,7 +8,7 @@ kind's status rule. Pure: no I/O, no clock (``now`` is an argument), inputs are 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from trainop.api.common import JobStatus, ReplicaSpec, TrainingJob
@@ -143,6 +143,8 @@ class _Pass:
         self.plugin = plugin
         self.info = plugin.info
         self.topology = topology
+        # A naive ``now`` is taken as UTC (stored timestamps are UTC), so comparisons never raise.
+        now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         self.now = now
         # Status timestamps are whole seconds, as the API server stores them (metav1.Time), so a status
         # read back compares equal to the one computed here and a re-reconcile is a no-op.

@@ -6,7 +6,7 @@ Pure: timestamps come from the caller's ``now``; no clock, no I/O.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from trainop.api.common import JobCondition, JobStatus, ReplicaStatus
 from trainop.api.constants import (
@@ -20,6 +20,11 @@ from trainop.api.constants import (
 
 TRUE = "True"
 FALSE = "False"
+
+
+def as_utc(value: datetime) -> datetime:
+    """A stored timestamp written without a zone is UTC (Kubernetes writes ``Z``; be lenient)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 def build_condition(ctype: str, status: str, reason: str, message: str, now: datetime) -> JobCondition:

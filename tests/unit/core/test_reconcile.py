@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from trainop.api.common import TrainingJob
-from trainop.core.plan import Event, outcome_event
+from trainop.core.plan import CreateObject, Event, outcome_event
 from trainop.testing.builders import (
     JobBuilder,
     jax_job,
+    mpi_job,
     pod,
     pytorch_job,
     tf_job,
@@ -27,6 +28,7 @@ from .harness import (
     at,
     cond,
     created,
+    describe_action,
     replica_statuses,
     run,
     service,
@@ -969,3 +971,76 @@ def test_xgboost_any_failure_rule(
         want_conditions,
         want_metrics,
     )
+
+
+# --- odds and ends -------------------------------------------------------------------------------------
+
+
+def test_invalid_mpijob_gets_a_warning_and_nothing_else() -> None:
+    """§2.4: no webhook for MPIJob, so the controller validates it: a Warning, no condition, no write."""
+    job = mpi_job("a").workers(1).build()  # no Launcher
+    want = plan_of(
+        status={},
+        changed=False,
+        events=[
+            (
+                "Warning",
+                "MPIJobFailedValidation",
+                "MPIJob failed validation because MPIReplicaSpec is not valid: Master ReplicaSpec must be present",
+            )
+        ],
+    )
+    assert summary(run(job)) == want
+
+
+def test_jax_succeeds_when_every_worker_succeeded() -> None:
+    kind = "JAXJob"
+    job = stored(
+        jax_job("a").workers(2), created(kind), replicaStatuses=replica_statuses(kind, Worker={"active": 2})
+    )
+    pods = [pod(job, "Worker", i).succeeded(0).build() for i in range(2)]
+    plan = run(job, pods, [service(job, "Worker", 0), service(job, "Worker", 1)], now=at(70))
+    assert (plan.status.to_dict()["conditions"], plan.status.to_dict()["completionTime"], plan.metrics) == (
+        [created(kind), cond("Succeeded", kind=kind, msg="JAXJob default/a successfully completed.", t=70)],
+        ts(70),
+        ["jobs_successful"],
+    )
+
+
+def test_elastic_hpa_is_created_with_an_owner_and_deleted_on_suspend() -> None:
+    metrics = [
+        {
+            "type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}},
+        }
+    ]
+    b = pytorch_job("a").workers(2).elastic(min=1, max=3, metrics=metrics)
+    first = run(b.build())
+    (hpa,) = [
+        a.obj
+        for a in first.actions
+        if isinstance(a, CreateObject) and a.obj["kind"] == "HorizontalPodAutoscaler"
+    ]
+    suspended = run(b.suspend().build(), extras={"HorizontalPodAutoscaler": [hpa]}, now=at(5))
+    assert (
+        hpa["metadata"]["ownerReferences"],
+        [describe_action(a) for a in suspended.actions],
+    ) == (
+        [
+            {
+                "apiVersion": "kubeflow.org/v1",
+                "kind": "PyTorchJob",
+                "name": "a",
+                "uid": "a-uid",
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+        [("delete", "HorizontalPodAutoscaler", "a")],
+    )
+
+
+def test_naive_clock_and_stored_times_are_taken_as_utc() -> None:
+    job = pt_running(pt(active_deadline_seconds=600), startTime="2024-01-01T00:00:00")
+    plan = run(job, pods_running(job), services(job), now=at(100).replace(tzinfo=None))
+    assert plan.requeue_after == 500.0

@@ -159,8 +159,10 @@ def test_ttl_zero_deletes_the_job_on_the_pass_after_it_finished() -> None:
     world.set_phase("a-master-0", "Succeeded", exit_code=0)
     world.advance(5)
     finished = world.reconcile()
+    end_state = world.conditions()
     deleted = world.reconcile()
     assert (
+        end_state,
         [e.reason for e in finished.events],
         finished.requeue_after,
         finished.status_changed,
@@ -168,6 +170,7 @@ def test_ttl_zero_deletes_the_job_on_the_pass_after_it_finished() -> None:
         deleted.status_changed,
         world.job_deleted,
     ) == (
+        [("Created", "True"), ("Running", "False"), ("Succeeded", "True")],
         ["ExitedWithCode", "PyTorchJobSucceeded"],
         0.0,
         True,

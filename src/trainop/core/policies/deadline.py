@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from trainop.core.status import as_utc
+
 
 def build_deadline_message(job_name: str) -> str:
     return f"Job {job_name} has failed because it was active longer than specified deadline"
@@ -19,4 +21,4 @@ def compute_deadline_remaining(
     """Seconds until the deadline (≤ 0: it has passed); None when there is no deadline or no start."""
     if active_deadline_seconds is None or start_time is None:
         return None
-    return active_deadline_seconds - (now - start_time).total_seconds()
+    return active_deadline_seconds - (now - as_utc(start_time)).total_seconds()

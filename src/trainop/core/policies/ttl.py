@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from trainop.core.status import as_utc
+
 
 def compute_ttl_remaining(
     ttl_seconds: int | None, completion_time: datetime | None, now: datetime
@@ -17,4 +19,4 @@ def compute_ttl_remaining(
     """
     if ttl_seconds is None or completion_time is None:
         return None
-    return ttl_seconds - (now - completion_time).total_seconds()
+    return ttl_seconds - (now - as_utc(completion_time)).total_seconds()
