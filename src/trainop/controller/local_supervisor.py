@@ -19,6 +19,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +41,7 @@ from trainop.core.reconcile import reconcile
 from trainop.core.topology import LoopbackTopology
 from trainop.frameworks.registry import REGISTRY
 
+RETRY_SECONDS = 5.0  # after an unexpected error in a pass
 POLL_SECONDS = 1.0  # fallback re-read of the job row; shells also send SIGUSR1 on every change
 _WAKE_SIGNALS = (signal.SIGCHLD, signal.SIGUSR1)
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -183,8 +185,7 @@ class Supervisor:
                     due = self.requeue_at is not None and now >= self.requeue_at
                     if self.runner.changed or gen[0] != self.last_generation or due:
                         self.last_generation = gen[0]
-                        done = self._pass()
-                        if done:
+                        if self._safe_pass(now):
                             return 0
             self._wait(wake_fd, now)
 
@@ -200,6 +201,20 @@ class Supervisor:
                 pass
 
     # ---- one reconcile pass ----
+    def _safe_pass(self, now: float) -> bool:
+        """A pass that cannot kill the supervisor: an unexpected error is logged, reported once as a
+        Warning event on the job, and the pass is retried a few seconds later (like a requeue)."""
+        try:
+            return self._pass()
+        except Exception as exc:  # the replicas must stay supervised whatever went wrong
+            log("reconcile failed:\n" + traceback.format_exc())
+            self.runner.changed = False
+            self.requeue_at = now + RETRY_SECONDS
+            with contextlib.suppress(Exception):
+                message = f"the local supervisor could not reconcile the job (retrying): {type(exc).__name__}: {exc}"
+                self.store.add_events(self.uid, [("Warning", "ReconcileError", message)], now)
+            return False
+
     def _pass(self) -> bool:
         """Observe, reconcile, apply. True when the supervisor's work is over."""
         row = self.store.get_job(self.uid)
@@ -299,8 +314,9 @@ class Supervisor:
         if self.runner.pods:
             return False
         if row is not None:
-            self.store.delete_job(self.uid)
+            # Files first: once the row is gone, a new job of the same name may start writing there.
             remove_job_files(self.paths, row.namespace, row.name)
+            self.store.delete_job(self.uid)
             log(f"deleted {row.kind} {row.namespace}/{row.name}")
         return True
 

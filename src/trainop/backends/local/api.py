@@ -214,6 +214,7 @@ class LocalBackend:
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                env=self.env,
                 start_new_session=True,
                 close_fds=True,
                 check=True,
@@ -338,8 +339,8 @@ class LocalBackend:
         stop_sessions(
             sessions, row.deletion_grace if row.deletion_grace is not None else DEFAULT_GRACE_SECONDS
         )
-        self.store.delete_job(row.uid)
         remove_job_files(self.paths, row.namespace, row.name)
+        self.store.delete_job(row.uid)
 
     # ------------------------------------------------------------------------------------------
     # changes

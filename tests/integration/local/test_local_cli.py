@@ -1,0 +1,161 @@
+"""The ``trainop`` command as users run it: exit codes, field-path errors (never a traceback), the
+``run`` log stream, ``get``/``logs``/``wait``/``render`` output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from local_harness import run_cli, write_manifest
+
+from trainop.testing.builders import JobBuilder, pytorch_job
+
+pytestmark = pytest.mark.integration
+
+
+def no_command(template: dict[str, Any]) -> None:
+    del template["spec"]["containers"][0]["command"]
+
+
+def pvc_volume(template: dict[str, Any]) -> None:
+    template["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+
+
+def valid() -> JobBuilder:
+    """A fresh builder each time (builders are mutable)."""
+    return pytorch_job("cli").master(1).workers(1).command(["sh", "-c", "echo hello from $RANK"])
+
+
+@pytest.mark.parametrize(
+    ("manifest", "want"),
+    [
+        pytest.param(
+            valid().template(no_command, "Worker").build_dict(),
+            "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].command: Required value: the local "
+            "backend runs host processes, so each container needs a command (the image's entrypoint is not "
+            'used); add e.g. command: ["python", "train.py"]',
+            id="a container without command: what to add",
+        ),
+        pytest.param(
+            pytorch_job("cli").master(2).workers(1).command(["true"]).build_dict(),
+            "spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1",
+            id="an upstream admission rule",
+        ),
+        pytest.param(
+            pytorch_job("cli")
+            .master(1)
+            .workers(1)
+            .command(["true"])
+            .template(pvc_volume, "Worker")
+            .build_dict(),
+            'spec.pytorchReplicaSpecs[Worker].template.spec.volumes[0]: Unsupported value: "persistentVolumeClaim": '
+            "the local backend supports emptyDir (a per-replica directory), configMap (created by the job) and "
+            "hostPath (used as is) volumes",
+            id="a volume the local backend cannot provide",
+        ),
+        pytest.param("kind: PyTorchJob\nspec: [unclosed\n", "not valid YAML at line 3", id="not YAML"),
+    ],
+)
+def test_invalid_manifest_exits_2_with_the_field_path(
+    home: Path, tmp_path: Path, manifest: Any, want: str
+) -> None:
+    path = tmp_path / "job.yaml"
+    if isinstance(manifest, str):
+        path.write_text(manifest)
+    else:
+        write_manifest(path, manifest)
+    for command in ("submit", "run", "render"):
+        result = run_cli(command, str(path))
+        got = (result.returncode, want in result.stderr, "Traceback" in result.stderr)
+        assert got == (2, True, False), f"{command}: {result.stderr}"
+
+
+def test_run_streams_prefixed_logs_and_exits_with_the_job(home: Path, tmp_path: Path) -> None:
+    ok = run_cli("run", str(write_manifest(tmp_path / "ok.yaml", valid().build_dict())))
+    lines = ok.stdout.splitlines()
+    got = {
+        "rc": ok.returncode,
+        "master line": any(line.startswith("master-0") and line.endswith("| hello from 0") for line in lines),
+        "worker line": any(line.startswith("worker-0") and line.endswith("| hello from 1") for line in lines),
+        "verdict": any(line.startswith("PyTorchJob cli Succeeded after") for line in lines),
+    }
+    assert got == {"rc": 0, "master line": True, "worker line": True, "verdict": True}
+
+    failing = (
+        pytorch_job("bad")
+        .master(1)
+        .workers(1)
+        .restart_policy("Never")
+        .command(["sh", "-c", "exit 3"])
+        .build_dict()
+    )
+    bad = run_cli("run", str(write_manifest(tmp_path / "bad.yaml", failing)))
+    assert (bad.returncode, "PyTorchJob bad Failed after" in bad.stdout) == (1, True)
+
+
+def test_get_logs_wait_and_delete(home: Path, tmp_path: Path) -> None:
+    path = write_manifest(tmp_path / "job.yaml", valid().build_dict())
+    assert run_cli("submit", str(path)).stdout == "pytorchjob.kubeflow.org/cli created\n"
+    waited = run_cli("wait", "cli", "--for", "Succeeded", "--timeout", "60s")
+    assert (waited.returncode, waited.stdout) == (0, "pytorchjob.kubeflow.org/cli condition met: Succeeded\n")
+
+    table = run_cli("get", "pytorchjobs").stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATE", "AGE", "REPLICAS"]
+    assert table[1].split()[:2] == ["cli", "Succeeded"] and table[1].endswith("Master 1/1, Worker 1/1")
+    as_json = json.loads(run_cli("get", "cli", "-o", "json").stdout)
+    assert (as_json["kind"], as_json["status"]["conditions"][-1]["type"]) == ("PyTorchJob", "Succeeded")
+
+    assert run_cli("logs", "cli", "--replica", "worker-0").stdout == "hello from 1\n"
+    outcomes = {
+        "failed job": run_cli("wait", "cli", "--for", "Failed", "--timeout", "5s").returncode,
+        "unknown job": run_cli("wait", "nope", "--timeout", "5s").returncode,
+        "bad duration": run_cli("wait", "cli", "--timeout", "soon").returncode,
+    }
+    assert outcomes == {"failed job": 1, "unknown job": 3, "bad duration": 2}
+    deleted = run_cli("delete", "cli")
+    assert (deleted.returncode, deleted.stdout) == (0, "pytorchjob.kubeflow.org/cli deleted\n")
+    assert run_cli("get", "cli").returncode == 3
+
+
+def test_wait_times_out_with_exit_4(home: Path, tmp_path: Path) -> None:
+    slow = pytorch_job("slow").master(1).workers(1).command(["sleep", "60"]).build_dict()
+    run_cli("submit", str(write_manifest(tmp_path / "slow.yaml", slow)))
+    result = run_cli("wait", "slow", "--for", "Succeeded", "--timeout", "1s")
+    assert (result.returncode, "timed out after 1s" in result.stderr) == (4, True)
+    run_cli("delete", "slow", "--grace-period", "0")
+
+
+def env_of(objects: list[dict[str, Any]], pod: str) -> dict[str, str]:
+    found = next(o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == pod)
+    return {e["name"]: e.get("value", "") for e in found["spec"]["containers"][0]["env"]}
+
+
+def test_render_shows_what_each_backend_would_create(home: Path, tmp_path: Path) -> None:
+    path = write_manifest(tmp_path / "job.yaml", valid().build_dict())
+    k8s = json.loads(run_cli("render", str(path), "--backend", "kubernetes", "-o", "json").stdout)["items"]
+    local = json.loads(run_cli("render", str(path), "--backend", "local", "-o", "json").stdout)["items"]
+    got = {
+        "kubernetes objects": sorted(f"{o['kind']}/{o['metadata']['name']}" for o in k8s),
+        "kubernetes master": (
+            env_of(k8s, "cli-worker-0")["MASTER_ADDR"],
+            env_of(k8s, "cli-worker-0")["MASTER_PORT"],
+        ),
+        "local master": env_of(local, "cli-worker-0")["MASTER_ADDR"],
+        "local port is the master's": env_of(local, "cli-worker-0")["MASTER_PORT"]
+        == env_of(local, "cli-master-0")["MASTER_PORT"]
+        != "23456",
+    }
+    want = {
+        "kubernetes objects": [
+            "Pod/cli-master-0",
+            "Pod/cli-worker-0",
+            "Service/cli-master-0",
+            "Service/cli-worker-0",
+        ],
+        "kubernetes master": ("cli-master-0", "23456"),
+        "local master": "127.0.0.1",
+        "local port is the master's": True,
+    }
+    assert got == want

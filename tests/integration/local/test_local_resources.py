@@ -1,0 +1,122 @@
+"""Several jobs on one machine: every replica gets its own port (two jobs really rendezvous at once
+without a clash), and nvidia.com/gpu limits get distinct GPUs through CUDA_VISIBLE_DEVICES, a job
+that needs more than are free waiting Pending with a message that says why."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from local_harness import condition, wait_for
+
+from trainop.backends.local.api import LocalBackend
+from trainop.testing.builders import pytorch_job
+
+pytestmark = pytest.mark.integration
+
+# The master listens on MASTER_PORT and expects both workers of ITS job to say hello.
+MASTER = """
+import os, socket
+s = socket.socket(); s.bind((os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))); s.listen()
+s.settimeout(60)
+seen = []
+for _ in range(2):
+    c, _ = s.accept(); seen.append(c.recv(100).decode()); c.close()
+print("hello from", sorted(seen))
+raise SystemExit(0 if seen == [os.environ["JOB"]] * 2 else 1)
+"""
+WORKER = """
+import os, socket, time
+for _ in range(600):
+    try:
+        c = socket.create_connection((os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])))
+        break
+    except OSError:
+        time.sleep(0.1)
+c.sendall(os.environ["JOB"].encode()); c.close()
+"""
+
+
+def rendezvous_job(name: str) -> dict[str, object]:
+    return (
+        pytorch_job(name)
+        .master(1)
+        .workers(2)
+        .restart_policy("Never")
+        .env("JOB", name)
+        .command([sys.executable, "-c", MASTER], "Master")
+        .command([sys.executable, "-c", WORKER], "Worker")
+        .build_dict()
+    )
+
+
+def test_two_jobs_at_once_never_share_a_port(backend: LocalBackend) -> None:
+    backend.submit(rendezvous_job("one"))
+    backend.submit(rendezvous_job("two"))
+    outcomes = {
+        n: bool(condition(backend.wait(n, ["Succeeded", "Failed"], timeout=90), "Succeeded"))
+        for n in ("one", "two")
+    }
+    ports = [p for n in ("one", "two") for p in backend.describe(n).ports.values()]
+    got = {"succeeded": outcomes, "distinct ports": len(ports) == len(set(ports)) == 6}
+    assert got == {"succeeded": {"one": True, "two": True}, "distinct ports": True}
+
+
+def gpu_job(name: str, gpus_per_worker: int, workers: int) -> dict[str, object]:
+    return (
+        pytorch_job(name)
+        .master(1)
+        .workers(workers)
+        .command(["sh", "-c", 'echo "gpus=[$CUDA_VISIBLE_DEVICES]"; sleep 2'])
+        .gpu("Worker", gpus_per_worker)
+        .build_dict()
+    )
+
+
+def test_gpu_limits_get_distinct_gpus_and_a_job_waits_for_free_ones(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINOP_GPUS", "0,1,2")  # the inventory (this machine may have no GPU)
+    backend = LocalBackend(home)
+    backend.submit(gpu_job("first", 1, 2))
+    wait_for(lambda: condition(backend.get("first"), "Running"), "the first job to run")
+    backend.submit(gpu_job("second", 2, 1))
+    waiting = wait_for(
+        lambda: (
+            (
+                p := next(
+                    (p for p in backend.pods("second") if p["metadata"]["name"] == "second-worker-0"), None
+                )
+            )
+            and p["status"].get("conditions")
+            and p
+        ),
+        "the second job's worker to report why it waits",
+    )
+    assert condition(backend.get("first"), "Running") is not None, (
+        "the check ran while the first job held its GPUs"
+    )
+    for name in ("first", "second"):
+        assert condition(backend.wait(name, ["Succeeded", "Failed"], timeout=60), "Succeeded") is not None
+
+    def seen(name: str) -> dict[str, str]:
+        return {line.replica: line.text for line in backend.logs(name)}
+
+    first, second = seen("first"), seen("second")
+    scheduled = waiting["status"]["conditions"][0]
+    got = {
+        "first": (first["master-0"], sorted([first["worker-0"], first["worker-1"]])),
+        "second waited": (waiting["status"]["phase"], scheduled["type"], scheduled["reason"]),
+        "why": scheduled["message"],
+        "second": (second["master-0"], second["worker-0"]),
+    }
+    want = {
+        "first": ("gpus=[]", ["gpus=[0]", "gpus=[1]"]),
+        "second waited": ("Pending", "PodScheduled", "Unschedulable"),
+        "why": "0/1 nodes are available: insufficient nvidia.com/gpu: pod second-worker-0 needs 2, 1 of 3 are free "
+        "(2 in use by running jobs); it starts when enough are released",
+        "second": ("gpus=[]", "gpus=[0,1]"),
+    }
+    assert got == want
+    backend.close()
