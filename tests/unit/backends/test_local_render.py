@@ -1,0 +1,321 @@
+"""The local backend's pure render: a Pod (as the core builds it) → host processes, kubelet rules."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from trainop.api.errors import FieldError
+from trainop.backends.local.render import (
+    LocalContext,
+    PodProcesses,
+    ProcessSpec,
+    build_configmap_files,
+    build_container_env,
+    build_pod_processes,
+    build_rsh_agent,
+    detect_pod_errors,
+    expand_vars,
+    parse_quantity,
+    rewrite_mount_paths,
+)
+from trainop.backends.local.runner import ContainerRun, PodRun, compute_phase
+
+CTX = LocalContext(
+    host_env={"PATH": "/usr/bin", "HOME": "/home/u"},
+    base_dir="/jobs/demo",
+    hostname="box",
+    cpu_count=8,
+    memory_bytes=16 * 2**30,
+)
+
+
+def pod(containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "j-worker-0", "namespace": "ns", "uid": "u-1", "labels": {"a": "b"}},
+        "spec": {"containers": containers, **spec},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        pytest.param("$(A)/x", "1/x", id="a defined variable"),
+        pytest.param("$(NOPE)", "$(NOPE)", id="an undefined one is kept"),
+        pytest.param("$$(A)", "$(A)", id="$$ escapes the reference"),
+        pytest.param("cost $$5", "cost $5", id="$$ is one $"),
+        pytest.param("$(A", "$(A", id="an unterminated reference is kept"),
+        pytest.param("a$b $", "a$b $", id="a lone $ is left alone"),
+        pytest.param("$(A)$(B)", "12", id="adjacent references"),
+    ],
+)
+def test_expand_vars_like_the_kubelet(text: str, want: str) -> None:
+    assert expand_vars(text, {"A": "1", "B": "2"}.get) == want
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        pytest.param("500m", Decimal("0.5"), id="milli"),
+        pytest.param("2Gi", Decimal(2 * 2**30), id="binary suffix"),
+        pytest.param("1e3", Decimal(1000), id="exponent"),
+        pytest.param(4, Decimal(4), id="a bare number"),
+        pytest.param("12Q", None, id="unknown suffix"),
+    ],
+)
+def test_parse_quantity(value: object, want: Decimal | None) -> None:
+    assert parse_quantity(value) == want
+
+
+@pytest.mark.parametrize(
+    ("env", "resources", "ctx", "want"),
+    [
+        pytest.param(
+            [{"name": "A", "value": "x"}, {"name": "B", "value": "$(A)-$(C)"}, {"name": "C", "value": "c"}],
+            {},
+            CTX,
+            {"A": "x", "B": "x-$(C)", "C": "c"},
+            id="$(VAR) sees only earlier entries",
+        ),
+        pytest.param(
+            [{"name": "A", "value": "user"}, {"name": "A", "value": "operator"}],
+            {},
+            CTX,
+            {"A": "operator"},
+            id="a later duplicate wins",
+        ),
+        pytest.param(
+            [
+                {"name": n, "valueFrom": {"fieldRef": {"fieldPath": p}}}
+                for n, p in [
+                    ("NAME", "metadata.name"),
+                    ("NS", "metadata.namespace"),
+                    ("UID", "metadata.uid"),
+                    ("LABEL", "metadata.labels['a']"),
+                    ("IP", "status.podIP"),
+                    ("NODE", "spec.nodeName"),
+                ]
+            ],
+            {},
+            CTX,
+            {"NAME": "j-worker-0", "NS": "ns", "UID": "u-1", "LABEL": "b", "IP": "127.0.0.1", "NODE": "box"},
+            id="fieldRef: pod identity, loopback address, this host",
+        ),
+        pytest.param(
+            [
+                {"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+                {
+                    "name": "MEM",
+                    "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}},
+                },
+                {
+                    "name": "REQ",
+                    "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}},
+                },
+            ],
+            {"limits": {"memory": "1Gi"}, "requests": {"cpu": "250m"}},
+            CTX,
+            {"CPU": "8", "MEM": "1024", "REQ": "250"},
+            id="resourceFieldRef: a missing limit is the machine's capacity",
+        ),
+        pytest.param(
+            [],
+            {"limits": {"nvidia.com/gpu": 2}},
+            LocalContext({}, "/", "box", gpus={"pytorch": ("1", "3")}, machine_has_gpus=True),
+            {"CUDA_VISIBLE_DEVICES": "1,3"},
+            id="GPU limit: the allocated GPUs",
+        ),
+        pytest.param(
+            [],
+            {},
+            LocalContext({}, "/", "box", machine_has_gpus=True),
+            {"CUDA_VISIBLE_DEVICES": ""},
+            id="no GPU limit on a GPU machine: no GPU, as on Kubernetes",
+        ),
+    ],
+)
+def test_container_env(
+    env: list[dict[str, Any]], resources: dict[str, Any], ctx: LocalContext, want: dict[str, str]
+) -> None:
+    container = {"name": "pytorch", "env": env, "resources": resources}
+    full, own = build_container_env(container, pod([container]), ctx)
+    assert (own, full) == (want, {**ctx.host_env, **want})
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        pytest.param("/etc/mpi/hostfile", "/state/cfg/hostfile", id="a file under the mount"),
+        pytest.param("--hostfile=/etc/mpi", "--hostfile=/state/cfg", id="after an equals sign"),
+        pytest.param("/etc/mpi-x /x/etc/mpi", "/etc/mpi-x /x/etc/mpi", id="never inside a longer name"),
+        pytest.param("/data/in /data2", "/scratch/in /data2", id="two mounts, whole paths only"),
+    ],
+)
+def test_rewrite_mount_paths(text: str, want: str) -> None:
+    table = [("/etc/mpi", "/state/cfg"), ("/data", "/scratch")]
+    assert rewrite_mount_paths(text, table) == want
+
+
+def test_configmap_volume_files_honour_items_and_modes_and_swap_the_rsh_agent() -> None:
+    cm = {"data": {"hostfile": "w-0 slots=1\n", "kubexec.sh": "kubectl exec ...", "other": "x"}}
+    source = {
+        "name": "cfg",
+        "items": [
+            {"key": "kubexec.sh", "path": "kubexec.sh", "mode": 0o555},
+            {"key": "hostfile", "path": "hostfile"},
+        ],
+    }
+    got = build_configmap_files(cm, source, "AGENT")
+    assert got == {"kubexec.sh": (b"AGENT", 0o555), "hostfile": (b"w-0 slots=1\n", 0o644)}
+
+
+def test_pod_processes() -> None:
+    worker = {
+        "name": "pytorch",
+        "command": ["python", "$(SCRIPT)"],
+        "args": ["--hostfile", "/etc/mpi/hostfile"],
+        "workingDir": "src",
+        "env": [{"name": "SCRIPT", "value": "train.py"}],
+        "volumeMounts": [{"name": "cfg", "mountPath": "/etc/mpi"}],
+    }
+    init_user = {"name": "init-pytorch", "command": ["sh", "-c", "echo mine"]}
+    init_operator = {"name": "init-pytorch", "command": ["sh", "-c", "nslookup 127.0.0.1"]}
+    ctx = LocalContext(CTX.host_env, "/jobs/demo", "box", volume_dirs={"cfg": "/state/cfg"})
+    p = pod(
+        [worker],
+        initContainers=[init_user, init_operator],
+        restartPolicy="OnFailure",
+        terminationGracePeriodSeconds=5,
+    )
+    env = {**CTX.host_env, "SCRIPT": "train.py"}
+    noop = "the master address is 127.0.0.1 on the local backend, so there is no DNS name to wait for"
+    want = PodProcesses(
+        init=(
+            ProcessSpec("init-pytorch", True, ("sh", "-c", "echo mine"), "/jobs/demo", CTX.host_env),
+            ProcessSpec(
+                "init-pytorch", True, ("sh", "-c", "nslookup 127.0.0.1"), "/jobs/demo", CTX.host_env, noop
+            ),
+        ),
+        main=(
+            ProcessSpec(
+                "pytorch",
+                False,
+                ("python", "train.py", "--hostfile", "/state/cfg/hostfile"),
+                "/jobs/demo/src",
+                env,
+            ),
+        ),
+        restart_policy="OnFailure",
+        grace_seconds=5.0,
+    )
+    assert build_pod_processes(p, ctx, template_init_count=1) == want
+
+
+PATH = "spec.pytorchReplicaSpecs[Worker]"
+
+
+@pytest.mark.parametrize(
+    ("rendered", "template", "want"),
+    [
+        pytest.param(
+            pod([{"name": "pytorch", "image": "i"}]),
+            pod([{"name": "pytorch", "image": "i"}]),
+            [
+                FieldError(
+                    f"{PATH}.template.spec.containers[0].command",
+                    "Required value: the local backend runs host processes, so each container needs a command "
+                    '(the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
+                )
+            ],
+            id="no command",
+        ),
+        pytest.param(
+            pod(
+                [{"name": "mpi", "command": ["sleep"], "args": ["365d"]}],
+                initContainers=[{"name": "kubectl-delivery"}],
+            ),
+            pod([{"name": "mpi"}]),
+            [],
+            id="commands and helpers the operator adds are fine",
+        ),
+        pytest.param(
+            pod(
+                [
+                    {
+                        "name": "c",
+                        "command": ["x"],
+                        "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+                    }
+                ],
+                volumes=[
+                    {"name": "v", "configMap": {"name": "user-cm"}},
+                    {"name": "w", "secret": {"secretName": "s"}},
+                ],
+            ),
+            pod([{"name": "c", "env": [{}]}], volumes=[{}, {}]),
+            [
+                FieldError(
+                    f"{PATH}.template.spec.containers[0].env[0].valueFrom.secretKeyRef",
+                    "Forbidden: the local backend has no ConfigMaps or Secrets to read; put the value in env[].value "
+                    "(or mark the reference optional: true)",
+                ),
+                FieldError(
+                    f"{PATH}.template.spec.volumes[0].configMap.name",
+                    'Not found: "user-cm": the local backend has only the ConfigMaps the job itself creates; use a '
+                    "hostPath volume pointing at a local directory instead",
+                ),
+                FieldError(
+                    f"{PATH}.template.spec.volumes[1]",
+                    'Unsupported value: "secret": the local backend supports emptyDir (a per-replica directory), '
+                    "configMap (created by the job) and hostPath (used as is) volumes",
+                ),
+            ],
+            id="secrets and ConfigMaps that only exist on a cluster",
+        ),
+    ],
+)
+def test_detect_pod_errors(
+    rendered: dict[str, Any], template: dict[str, Any], want: list[FieldError]
+) -> None:
+    assert detect_pod_errors(rendered, template, PATH, configmaps=["j-config"]) == want
+
+
+def test_rsh_agent_names_the_replica_it_cannot_find() -> None:
+    script = build_rsh_agent("/state/exec")
+    assert 'ctx=/state/exec/"$pod".sh' in script and 'exec /bin/sh "$ctx" /bin/sh -c "$*"' in script
+
+
+def run(state: str, exit_code: int | None = None, last: int | None = None) -> ContainerRun:
+    c = ContainerRun(ProcessSpec("c", False, ("x",), "/", {}), "img", attempt=0)
+    c.running = state == "running"
+    if state == "terminated":
+        c.terminated = {"exitCode": exit_code}
+    if last is not None:
+        c.last_terminated = {"exitCode": last}
+    return c
+
+
+@pytest.mark.parametrize(
+    ("policy", "containers", "want"),
+    [
+        pytest.param("OnFailure", [run("running"), run("terminated", 0)], "Running", id="one still running"),
+        pytest.param(
+            "OnFailure", [run("terminated", 0), run("terminated", 0)], "Succeeded", id="all exited 0"
+        ),
+        pytest.param("Never", [run("terminated", 0), run("terminated", 2)], "Failed", id="Never: one failed"),
+        pytest.param(
+            "OnFailure", [run("waiting", last=1)], "Running", id="OnFailure: crash-looping counts as stopped"
+        ),
+        pytest.param("Always", [run("terminated", 0)], "Running", id="Always: never finishes"),
+        pytest.param("Never", [run("waiting")], "Pending", id="not started yet"),
+    ],
+)
+def test_pod_phase_follows_the_kubelet(policy: str, containers: list[ContainerRun], want: str) -> None:
+    p = PodRun(
+        obj={"metadata": {"name": "p"}, "spec": {"restartPolicy": policy}}, created_at=0.0, scheduled=True
+    )
+    p.plan = PodProcesses((), tuple(c.spec for c in containers), policy, 30.0)
+    p.mains = containers
+    assert compute_phase(p) == want
