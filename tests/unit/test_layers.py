@@ -1,8 +1,8 @@
 """The import contract of design.md, read from the source with ``ast`` (nothing is imported).
 
 1. Layers import downward only: cli > sdk > operator > controller > backends > frameworks > core > api.
-   ``trainop.testing`` may import anything; nothing under src imports ``trainop.testing``. One
-   interface module (``frameworks.base``, the plugin Protocol) is importable from core.
+   ``trainop.testing`` may import anything; nothing under src imports ``trainop.testing``. The
+   plugin Protocol lives in ``core.plugin`` (frameworks re-export it), so no upward edge is needed.
 2. api, core and frameworks stay pure: no process, socket, database, event-loop, clock or Kubernetes
    client modules, and no clock reads (``.now()``, ``.utcnow()``, ``.today()``, ``time.*``).
 Every import counts, including those inside functions or under ``TYPE_CHECKING``.
@@ -21,11 +21,6 @@ PACKAGE = SRC / "trainop"
 
 # Highest first; a module may import its own layer and any layer after it in this list.
 LAYERS = ("cli", "sdk", "operator", "controller", "backends", "frameworks", "core", "api")
-# The one upward edge allowed: the plugin Protocol and the data core exchanges with plugins
-# (ReplicaCounts, ConditionUpdate) live in frameworks/base.py, and core's reconcile takes a plugin.
-# That module may itself import only api and core.topology, so the edge can never close a cycle.
-INTERFACES = {"trainop.frameworks.base": ("core",)}
-INTERFACE_MAY_IMPORT = ("trainop.api", "trainop.core.topology", "trainop.frameworks.base")
 PURE_LAYERS = ("api", "core", "frameworks")
 # Modules a pure layer must not import (the top-level name is what counts: `os.path` is `os`).
 FORBIDDEN_IN_PURE = frozenset(
@@ -134,24 +129,9 @@ def test_layers_import_downward_only(path: Path) -> None:
             continue
         if layer in (None, "testing") or target is None or target not in LAYERS or layer not in LAYERS:
             continue  # the package root and trainop.testing may import anything
-        if layer in INTERFACES.get(imp.module, ()):
-            continue
         if LAYERS.index(target) < LAYERS.index(layer):
             bad.append(f"line {imp.line}: {imp.module} (layer {target!r} is above {layer!r})")
     assert bad == [], f"{this} imports upward:\n" + "\n".join(bad)
-
-
-@pytest.mark.parametrize("interface", sorted(INTERFACES))
-def test_interface_modules_import_only_api_and_topology(interface: str) -> None:
-    path = SRC / (interface.replace(".", "/") + ".py")
-    bad = [
-        f"line {imp.line}: {imp.module}"
-        for imp in imports_of(path)
-        if imp.module.startswith("trainop") and not imp.module.startswith(INTERFACE_MAY_IMPORT)
-    ]
-    assert bad == [], (
-        f"{interface} is imported by core, so it may import only api and core.topology:\n" + "\n".join(bad)
-    )
 
 
 @pytest.mark.parametrize("path", PURE_SOURCES, ids=_id)

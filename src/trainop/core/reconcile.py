@@ -26,6 +26,7 @@ from trainop.core import events as ev
 from trainop.core.naming import build_owner_reference, build_selector
 from trainop.core.observed import Observed
 from trainop.core.plan import Action, Event, Plan
+from trainop.core.plugin import ConditionUpdate, FrameworkPlugin, ReplicaCounts
 from trainop.core.pods import (
     PHASE_FAILED,
     PHASE_RUNNING,
@@ -73,7 +74,6 @@ from trainop.core.status import (
     set_condition,
 )
 from trainop.core.topology import Topology
-from trainop.frameworks.base import ConditionUpdate, FrameworkPlugin, ReplicaCounts
 
 # Metric names in Plan.metrics (§6.6), as the framework plugins spell them too.
 METRIC_CREATED = "jobs_created"
