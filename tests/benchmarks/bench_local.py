@@ -39,11 +39,14 @@ def manifest(name: str, markers: Path) -> dict[str, Any]:
             {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         ],
     }
-    replica = lambda n: {
-        "replicas": n,
-        "restartPolicy": "Never",
-        "template": {"spec": {"containers": [container]}},
-    }
+
+    def replica(n: int) -> dict[str, Any]:
+        return {
+            "replicas": n,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [container]}},
+        }
+
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
