@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,9 @@ FEATURES = 8
 
 
 def report(event: str, **fields: Any) -> None:
-    print("TRAINOP_E2E " + json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
+    # One write per line, so output of other threads or processes cannot land inside it.
+    sys.stdout.write("TRAINOP_E2E " + json.dumps({"event": event, **fields}, sort_keys=True) + "\n")
+    sys.stdout.flush()
 
 
 def main() -> None:

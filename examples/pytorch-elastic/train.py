@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,9 @@ SEED = 0
 
 
 def report(event: str, **fields: Any) -> None:
-    print("TRAINOP_E2E " + json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
+    # One write per line, so output of other threads or processes cannot land inside it.
+    sys.stdout.write("TRAINOP_E2E " + json.dumps({"event": event, **fields}, sort_keys=True) + "\n")
+    sys.stdout.flush()
 
 
 def build_model() -> nn.Module:

@@ -12,19 +12,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 STEPS = int(os.environ.get("STEPS", "60"))
-GLOBAL_BATCH = 64
+PER_REPLICA_BATCH = 32
 FEATURES = 8
 LEARNING_RATE = 0.1
 
 
 def report(event: str, **fields: Any) -> None:
-    print("TRAINOP_E2E " + json.dumps({"event": event, **fields}, sort_keys=True), flush=True)
+    # One write per line, so output of other threads or processes cannot land inside it.
+    sys.stdout.write("TRAINOP_E2E " + json.dumps({"event": event, **fields}, sort_keys=True) + "\n")
+    sys.stdout.flush()
 
 
 def main() -> None:
@@ -40,15 +43,16 @@ def main() -> None:
     )
 
     # One dataset from a fixed seed; each replica reads its own rows of every global batch.
+    global_batch = PER_REPLICA_BATCH * strategy.num_replicas_in_sync
     rng = np.random.default_rng(0)
     w_true = rng.normal(size=(FEATURES, 1)).astype(np.float32)
-    x_all = rng.normal(size=(GLOBAL_BATCH * STEPS, FEATURES)).astype(np.float32)
-    y_all = x_all @ w_true + 0.01 * rng.normal(size=(GLOBAL_BATCH * STEPS, 1)).astype(np.float32)
+    x_all = rng.normal(size=(global_batch * STEPS, FEATURES)).astype(np.float32)
+    y_all = x_all @ w_true + 0.01 * rng.normal(size=(global_batch * STEPS, 1)).astype(np.float32)
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
         ds = tf.data.Dataset.from_tensor_slices((x_all, y_all))
         ds = ds.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)
-        return ds.batch(ctx.get_per_replica_batch_size(GLOBAL_BATCH))
+        return ds.batch(ctx.get_per_replica_batch_size(global_batch))
 
     with strategy.scope():
         # The gradient is all-reduced explicitly below, so every replica applies the same update;
@@ -62,7 +66,7 @@ def main() -> None:
         def replica_step(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
                 per_example = tf.reduce_sum((tf.matmul(x, w) - y) ** 2, axis=1)
-                loss = tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)
+                loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
             # Explicit cross-worker all-reduce of the gradient (sum of per-replica averages = global mean).
             grad = tf.distribute.get_replica_context().all_reduce("sum", tape.gradient(loss, w))
             w.assign_sub(LEARNING_RATE * grad)
