@@ -20,7 +20,7 @@ DEFAULT_WEBHOOK_SERVICE = "training-operator"
 DEFAULT_WEBHOOK_SECRET = "training-operator-webhook-cert"
 DEFAULT_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 DEFAULT_POD_NAMESPACE = "kubeflow"
-DEFAULT_CONTROLLER_THREADS = 10
+DEFAULT_CONTROLLER_THREADS = 32
 DEFAULT_MPI_KUBECTL_DELIVERY_IMAGE = "ghcr.io/kubeflow/training-v1/kubectl-delivery:latest"
 
 SCHEMES = {k.lower(): k for k in KIND_INFO}

@@ -1,9 +1,9 @@
 """Apply a core Plan to the cluster: actions in order, one /status write if it changed, then events.
 
 The core decides; this only writes. Creates are idempotent (deterministic names: AlreadyExists is
-success), deletes too (NotFound is success). Consecutive actions on the same kind run concurrently,
-so a job's four pods cost one round trip, not four; kinds keep their order (MPI's ServiceAccount and
-Role before its launcher). The status is written through ``/status`` with optimistic concurrency and
+success), deletes too (NotFound is success). Consecutive creates (or deletes) run concurrently, so a
+job's pods and Services cost one round trip, not eight; what a pod needs at admission (MPI's
+ServiceAccount, Role, RoleBinding, ConfigMap) is created first. The status is written through ``/status`` with optimistic concurrency and
 re-applied onto a fresh read on conflict while the spec is unchanged. I/O adapter.
 """
 
@@ -59,20 +59,32 @@ class ApplyOutcome:
     events: list[Event] = field(default_factory=list)  # what was emitted, failures included
 
 
+# Objects a pod may need at admission or start (its ServiceAccount, RBAC for the MPI launcher, a
+# ConfigMap volume): created before the rest of their group.
+PREREQUISITE_KINDS = frozenset({"ServiceAccount", "Role", "RoleBinding", "ConfigMap"})
+
+
+def _prerequisite(action: Action) -> bool:
+    return isinstance(action, CreateObject) and action.obj.get("kind") in PREREQUISITE_KINDS
+
+
 def _batches(actions: list[Action]) -> Iterator[list[Action]]:
-    """Consecutive actions of the same class and object kind, in order."""
-    batch: list[Action] = []
-    sig: tuple[type, str] | None = None
+    """Groups of actions applied concurrently, in order: consecutive creates (prerequisite kinds in a
+    group of their own first), consecutive deletes; updates and the job's deletion one by one."""
+    group: list[Action] = []
+
+    def flush() -> Iterator[list[Action]]:
+        first: list[Action] = [a for a in group if _prerequisite(a)]
+        rest: list[Action] = [a for a in group if not _prerequisite(a)]
+        yield from (b for b in (first, rest) if b)
+
     for a in actions:
-        kind = a.obj.get("kind", "") if isinstance(a, CreateObject | UpdateObject) else getattr(a, "kind", "")
-        s = (type(a), str(kind))
-        if batch and s != sig:
-            yield batch
-            batch = []
-        batch.append(a)
-        sig = s
-    if batch:
-        yield batch
+        if group and (type(a) is not type(group[0]) or isinstance(a, UpdateObject | DeleteJob)):
+            yield from flush()
+            group = []
+        group.append(a)
+    if group:
+        yield from flush()
 
 
 class PlanApplier:

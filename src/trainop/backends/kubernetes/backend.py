@@ -25,6 +25,7 @@ from trainop.core.plan import Event, Plan
 
 log = logging.getLogger(__name__)
 
+
 class KubernetesJobBackend:
     def __init__(
         self,

@@ -3,7 +3,8 @@
 Identical events (same object, type, reason, message) are aggregated as client-go's recorder does:
 the first is created, repeats patch ``count`` and ``lastTimestamp`` (so "ExitedWithCode" on every
 reconcile, quirk 9, stays one object). Events are sent from a bounded queue at the lowest request
-priority and never block or fail a reconcile. I/O adapter.
+priority, once other requests pause (at most 30 s late), and never block or fail a reconcile.
+I/O adapter.
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ class EventRecorder:
         while True:
             spec = await self._queue.get()
             try:
+                # Best effort: yield the API server to pods, Services and status while they are busy.
+                await self.client.activity.wait_quiet()
                 await self._send(spec)
                 self.sent += 1
             except asyncio.CancelledError:

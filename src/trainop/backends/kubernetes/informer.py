@@ -59,6 +59,11 @@ def resource_version_newer(a: str | None, b: str | None) -> bool:
     return a != b
 
 
+def _rv(obj: Obj) -> str | None:
+    rv = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(rv) if rv is not None else None
+
+
 @dataclass
 class Handlers:
     on_add: Callable[[Obj], None] | None = None
@@ -170,6 +175,9 @@ class Informer:
             if old is not None:
                 self._emit_delete(old)
             return
+        cur = self.store.get(*obj_key(new))
+        if cur is not None and resource_version_newer(_rv(cur), _rv(new)):
+            return  # older than what the operator itself just wrote (put_newer): already acted on
         old = self.store.upsert(new)
         if old is None:
             self._emit_add(new)
@@ -183,14 +191,13 @@ class Informer:
         if new is None:
             return
         cur = self.store.get(*obj_key(new))
-        cur_rv = (cur or {}).get("metadata", {}).get("resourceVersion")
-        if cur is None or resource_version_newer(new.get("metadata", {}).get("resourceVersion"), cur_rv):
+        if cur is None or resource_version_newer(_rv(new), _rv(cur)):
             self.store.upsert(new)
 
     # --- list + watch --------------------------------------------------------------------------------
     async def _list(self) -> str:
         with request_priority(PRIORITY_READ):
-            it = self.client.api.list(
+            it = self.client.watch_api.list(
                 self.resource,
                 namespace=self.namespace or ALL_NS,
                 labels=self.labels,
@@ -230,7 +237,7 @@ class Informer:
             return OnErrorResult(OnErrorAction.RETRY, sleep=min(30.0, 0.2 * 2 ** min(count, 8)))
 
         with request_priority(PRIORITY_READ):
-            stream = self.client.api.watch(
+            stream = self.client.watch_api.watch(
                 self.resource,
                 namespace=self.namespace or ALL_NS,
                 labels=self.labels,
