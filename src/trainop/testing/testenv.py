@@ -1084,9 +1084,11 @@ def k8s_env(pytestconfig: pytest.Config) -> Iterator[K8sEnv]:
     try:
         # Shown even with output capture on: the warm-start time is a figure we track.
         reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
         line = f"[testenv] control plane up in {plane.started_s:.1f}s at {plane.server} (run dir {plane.run_dir})"
-        if reporter is not None:
-            reporter.write_line(line)
+        if reporter is not None and capman is not None:
+            with capman.global_and_fixture_disabled():
+                reporter.write_line("\n" + line)
         else:
             sys.stderr.write(line + "\n")
         yield K8sEnv.from_plane(plane)
