@@ -25,6 +25,7 @@ OVERLAY = REPO / "manifests" / "overlays" / "standalone"
 NS = "kubeflow"
 VWC = "validator.training-operator.kubeflow.org"
 SELECTOR_LABEL = "trainop.dev/manifests-test"
+SA_USER = f"system:serviceaccount:{NS}:training-operator"
 
 
 def sa_kubeconfig(env: K8sEnv, token: str, path: Path) -> Path:
@@ -188,4 +189,9 @@ def test_service_account_runs_a_job_end_to_end(installed: Installed, cluster: Cl
     cluster.create(mpi_job("mpi").launcher(1).workers(1).build_dict())
     wait_for(lambda: cluster.get(r.Pod, "mpi-launcher") or None, 60, "MPI launcher pod")
     assert cluster.get(r.Role, "mpi-launcher") is not None
-    assert installed.op.metric("rest_client_requests_total", code="403") == 0, installed.op.log_tail()
+    # No RBAC denial anywhere in the operator's log (a 403 can also mean "namespace is being terminated",
+    # which other tests' namespaces legitimately cause, so the log is checked, not the 403 count).
+    denied = [
+        line for line in installed.op.log_path.read_text().splitlines() if f'User "{SA_USER}" cannot' in line
+    ]
+    assert denied == []
