@@ -69,7 +69,9 @@ def test_group_reforms_after_a_worker_is_killed(
     kill_replica(pids[victim])
 
     job = wait_finished(backend, name, JOB_TIMEOUT)
-    record_run_time(request.node.name, time.monotonic() - started)
+    record_run_time(
+        "PyTorchJob elastic: a worker SIGKILLed mid-run, the group re-forms", time.monotonic() - started
+    )
     details = backend.describe(name)
     tails = log_tails(backend, name)
 
