@@ -66,10 +66,16 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def _fork_spawner(*args: Any) -> None:
+    from trainop.controller.local_supervisor import spawn_forked
+
+    spawn_forked(*args)
+
+
 def _backend() -> LocalBackend:
     from trainop.backends.local.api import LocalBackend
 
-    return LocalBackend()
+    return LocalBackend(spawner=_fork_spawner)
 
 
 def _invalid(exc: Exception) -> NoReturn:

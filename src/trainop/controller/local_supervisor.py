@@ -18,9 +18,11 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -345,6 +347,43 @@ def backoff_cap(env: dict[str, str]) -> float:
         return max(1.0, float(env.get(ENV_TRAINOP_RESTART_BACKOFF_MAX, DEFAULT_BACKOFF_MAX)))
     except ValueError:
         return DEFAULT_BACKOFF_MAX
+
+
+def spawn_forked(paths: StatePaths, uid: str, env: Mapping[str, str], log_path: Path) -> None:
+    """Start the job's supervisor by forking this process twice (detached in its own session, and
+    nobody's zombie). It skips an interpreter start and reuses the imports the caller already made,
+    which is most of the time from ``trainop submit`` to the replicas running. Only safe in a
+    single-threaded process: with other threads alive it falls back to a fresh process."""
+    if threading.active_count() > 1:
+        from trainop.backends.local.api import spawn_supervisor_process
+
+        spawn_supervisor_process(paths, uid, env, log_path)
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    first = os.fork()
+    if first > 0:
+        os.waitpid(first, 0)  # the intermediate child exits at once
+        return
+    code = 1
+    try:
+        os.setsid()
+        if os.fork() > 0:
+            os._exit(0)
+        out = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        os.environ.clear()
+        os.environ.update(env)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        code = main(["--home", str(paths.home), uid])
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)  # never return into the caller's stack (the CLI), never run its atexit hooks
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ def test_clean_pod_policy_running_stops_workers_after_the_master_succeeds(backen
         pytorch_job("cpr")
         .master(1)
         .workers(2)
-        .command(["sh", "-c", "sleep 1"], "Master")
+        .command(["sh", "-c", "sleep 3"], "Master")
         .command(["sh", "-c", "sleep 300"], "Worker")
         .run_policy(clean_pod_policy="Running")
         .build_dict()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from local_harness import condition, wait_for
@@ -63,15 +64,23 @@ def test_two_jobs_at_once_never_share_a_port(backend: LocalBackend) -> None:
     assert got == {"succeeded": {"one": True, "two": True}, "distinct ports": True}
 
 
-def gpu_job(name: str, gpus_per_worker: int, workers: int) -> dict[str, object]:
+def gpu_job(name: str, gpus_per_worker: int, workers: int, release: Path) -> dict[str, object]:
+    """Replicas print their GPUs, then hold them until the test creates ``release``."""
+    hold = f'echo "gpus=[$CUDA_VISIBLE_DEVICES]"; for i in $(seq 600); do [ -f {release} ] && exit 0; sleep 0.1; done'
     return (
         pytorch_job(name)
         .master(1)
         .workers(workers)
-        .command(["sh", "-c", 'echo "gpus=[$CUDA_VISIBLE_DEVICES]"; sleep 2'])
+        .command(["sh", "-c", hold])
         .gpu("Worker", gpus_per_worker)
         .build_dict()
     )
+
+
+def unschedulable(backend: LocalBackend, job: str, pod: str) -> dict[str, Any] | None:
+    found = next((p for p in backend.pods(job) if p["metadata"]["name"] == pod), None)
+    conditions = (found or {}).get("status", {}).get("conditions") or [{}]
+    return found if conditions[0].get("reason") == "Unschedulable" else None
 
 
 def test_gpu_limits_get_distinct_gpus_and_a_job_waits_for_free_ones(
@@ -79,24 +88,14 @@ def test_gpu_limits_get_distinct_gpus_and_a_job_waits_for_free_ones(
 ) -> None:
     monkeypatch.setenv("TRAINOP_GPUS", "0,1,2")  # the inventory (this machine may have no GPU)
     backend = LocalBackend(home)
-    backend.submit(gpu_job("first", 1, 2))
+    release = home.parent / "release"
+    backend.submit(gpu_job("first", 1, 2, release))
     wait_for(lambda: condition(backend.get("first"), "Running"), "the first job to run")
-    backend.submit(gpu_job("second", 2, 1))
+    backend.submit(gpu_job("second", 2, 1, release))
     waiting = wait_for(
-        lambda: (
-            (
-                p := next(
-                    (p for p in backend.pods("second") if p["metadata"]["name"] == "second-worker-0"), None
-                )
-            )
-            and p["status"].get("conditions")
-            and p
-        ),
-        "the second job's worker to report why it waits",
+        lambda: unschedulable(backend, "second", "second-worker-0"), "the second job to wait for GPUs"
     )
-    assert condition(backend.get("first"), "Running") is not None, (
-        "the check ran while the first job held its GPUs"
-    )
+    release.touch()
     for name in ("first", "second"):
         assert condition(backend.wait(name, ["Succeeded", "Failed"], timeout=60), "Succeeded") is not None
 

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,11 +89,51 @@ def build_host_env(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-class LocalBackend:
-    """Job operations on this machine; ``home`` defaults to ``$TRAINOP_HOME`` (or the XDG data dir)."""
+# Starts a job's supervisor: (state paths, job uid, environment, supervisor log file).
+Spawner = Callable[[StatePaths, str, Mapping[str, str], Path], None]
 
-    def __init__(self, home: str | Path | None = None, env: Mapping[str, str] | None = None) -> None:
+
+def spawn_supervisor_process(paths: StatePaths, uid: str, env: Mapping[str, str], log_path: Path) -> None:
+    """Start ``python -m trainop.controller.local_supervisor`` detached: its own session, and not our
+    child (``sh -c '… &'`` exits at once), so it outlives this process and never lingers as our zombie."""
+    with open(log_path, "ab") as out:
+        subprocess.run(
+            [
+                "/bin/sh",
+                "-c",
+                'exec "$@" </dev/null &',
+                "sh",
+                sys.executable,
+                "-m",
+                SUPERVISOR_MODULE,
+                "--home",
+                str(paths.home),
+                uid,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,
+            close_fds=True,
+            check=True,
+        )
+
+
+class LocalBackend:
+    """Job operations on this machine; ``home`` defaults to ``$TRAINOP_HOME`` (or the XDG data dir).
+
+    ``spawner`` starts supervisors (default: a fresh ``python -m`` process; the CLI passes one that
+    forks itself, which skips an interpreter start and the imports it has already paid for)."""
+
+    def __init__(
+        self,
+        home: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        spawner: Spawner | None = None,
+    ) -> None:
         self.env = dict(os.environ if env is None else env)
+        self.spawner: Spawner = spawner or spawn_supervisor_process
         if home is not None:
             Path(home).mkdir(mode=0o700, parents=True, exist_ok=True)
             self.paths = StatePaths(Path(home).absolute())
@@ -194,31 +234,9 @@ class LocalBackend:
         return build_objects(job, backend)
 
     def _spawn_supervisor(self, row: JobRow) -> None:
-        """Start the job's supervisor detached: its own session, not our child (``sh -c '… &'`` exits
-        at once), so it outlives this process and never lingers as our zombie."""
         log_path = self.paths.supervisor_log(row.namespace, row.name)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as out:
-            subprocess.run(
-                [
-                    "/bin/sh",
-                    "-c",
-                    'exec "$@" </dev/null &',
-                    "sh",
-                    sys.executable,
-                    "-m",
-                    SUPERVISOR_MODULE,
-                    "--home",
-                    str(self.paths.home),
-                    row.uid,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                start_new_session=True,
-                close_fds=True,
-                check=True,
-            )
+        self.spawner(self.paths, row.uid, self.env, log_path)
 
     # ------------------------------------------------------------------------------------------
     # reading state
