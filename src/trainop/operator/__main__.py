@@ -19,12 +19,20 @@ LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARN
 
 
 async def serve(cfg: OperatorConfig) -> int:
+    from lightkube.core.exceptions import ConfigError
     from prometheus_client import disable_created_metrics
 
-    from trainop.operator.manager import LeadershipLost, Operator
+    from trainop.operator.manager import LeadershipLost, Operator, StartupError
 
     disable_created_metrics()  # type: ignore[no-untyped-call]  # upstream's counters have no *_created series
-    op = Operator(cfg)
+    try:
+        op = Operator(cfg)
+    except (ConfigError, ValueError, OSError) as exc:
+        print(
+            f"trainop operator: cannot reach Kubernetes: {exc} (pass --kubeconfig or set KUBECONFIG)",
+            file=sys.stderr,
+        )
+        return 1
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
     assert main is not None
@@ -35,6 +43,9 @@ async def serve(cfg: OperatorConfig) -> int:
         return 0
     except LeadershipLost as exc:
         logging.getLogger("trainop.operator").error("%s; exiting so a standby can take over", exc)
+        return 1
+    except StartupError as exc:
+        print(f"trainop operator: {exc}", file=sys.stderr)
         return 1
     except asyncio.CancelledError:
         return 0

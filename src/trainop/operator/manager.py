@@ -16,11 +16,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlparse
 
+from trainop.api.kinds import KIND_INFO
 from trainop.backends.kubernetes.backend import KubernetesJobBackend
 from trainop.backends.kubernetes.cache import ClusterCache, JobKey
-from trainop.backends.kubernetes.client import KubeClient, build_client, load_config
+from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
 from trainop.backends.kubernetes.events import EventRecorder
 from trainop.backends.kubernetes.leader import LeaderElector
+from trainop.backends.kubernetes.resources import JOB_RESOURCES
 from trainop.controller.jobs import JobReconciler
 from trainop.controller.loop import Controller
 from trainop.controller.workqueue import WorkQueue
@@ -39,6 +41,10 @@ CERT_CHECK_INTERVAL = 30.0  # re-read the Secret (another replica may have rotat
 
 class LeadershipLost(Exception):
     """The lease was lost: stop, so that a standby takes over with a fresh cache."""
+
+
+class StartupError(Exception):
+    """The operator cannot start; the message says what to change."""
 
 
 def build_plugins(cfg: OperatorConfig) -> dict[str, FrameworkPlugin]:
@@ -176,6 +182,7 @@ class Operator:
             ",".join(cfg.kinds), cfg.namespace or "<all>", cfg.controller_threads, cfg.qps, cfg.burst, cfg.leader_elect,
         )  # fmt: skip
         self.cache.subscribe(self.queue.add, self.backend.on_owned_change)
+        await self._check_crds()
         try:
             async with asyncio.TaskGroup() as tg:
                 await self._start_http()
@@ -201,6 +208,26 @@ class Operator:
             raise LeadershipLost(
                 f"lost lease {cfg.leader_election_namespace}/{cfg.leader_election_id}"
             ) from None
+
+    async def _check_crds(self) -> None:
+        """Fail fast, as upstream does, when an enabled kind has no CRD (rather than retry forever)."""
+        missing = []
+        for kind in self.cfg.kinds:
+            try:
+                it = self.client.api.list(
+                    JOB_RESOURCES[kind], namespace=self.cfg.namespace or "*", chunk_size=1
+                )
+                async for _ in it:
+                    break
+            except Exception as exc:
+                if api_status_code(exc) != 404:
+                    raise
+                missing.append(f"{KIND_INFO[kind].plural}.kubeflow.org")
+        if missing:
+            raise StartupError(
+                f"CRD {', '.join(missing)} not installed: run `kubectl apply -k manifests/crds`, "
+                "or leave the kind out with --enable-scheme"
+            )
 
     async def _watch_lease(self) -> None:
         assert self.elector is not None
