@@ -225,7 +225,8 @@ class Informer:
                 self._emit_update(old, obj)
         return rv
 
-    async def _watch(self, rv: str) -> None:
+    async def _watch(self, rv: str) -> bool:
+        """Watch from ``rv`` until the server says it is too old; returns True then (list again)."""
         gone = False
 
         def on_error(exc: Exception, count: int) -> OnErrorResult:
@@ -252,6 +253,7 @@ class Informer:
                 self.apply_event(kind, dict(obj))
         if gone:
             log.info("informer %s: resourceVersion too old (410 Gone), listing again", self.name)
+        return gone
 
     async def run(self) -> None:
         """List, then watch, forever; list again after 410 Gone or any failure (with backoff)."""

@@ -1,0 +1,92 @@
+"""The informer against the real API server: list, then watch from the list's resourceVersion; a
+watch from a version the server no longer has (410 Gone) makes it list again, and the store and
+handlers end up exactly where the cluster is."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from k8s_harness import Cluster
+from lightkube.config.kubeconfig import KubeConfig
+
+from trainop.backends.kubernetes import resources as r
+from trainop.backends.kubernetes.client import build_client
+from trainop.backends.kubernetes.informer import Handlers, Informer
+
+LABEL = "training.kubeflow.org/operator-name"
+
+
+def pod(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"containers": [{"name": "c", "image": "example.com/c:1"}], "nodeName": "kwok-node-0"},
+    }
+
+
+async def until(check: Any, timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(0.05)
+
+
+def test_list_watch_and_relist_after_gone(cluster: Cluster) -> None:
+    ns = cluster.namespace
+    ours = {LABEL: "pytorchjob-controller"}
+    with cluster.env.client(namespace=ns) as c:
+        c.create(r.Pod(pod("before", ours)))
+        c.create(r.Pod(pod("unrelated", {"app": "other"})))
+
+    async def go() -> dict[str, Any]:
+        client = build_client(KubeConfig.from_file(cluster.env.kubeconfig).get(), qps=0, burst=1)
+        inf = Informer(client, r.Pod, namespace=ns, labels={LABEL: None}, name="pods")
+        seen: list[tuple[str, str]] = []
+        inf.add_handlers(
+            Handlers(
+                on_add=lambda o: seen.append(("add", o["metadata"]["name"])),
+                on_update=lambda old, new: seen.append(("update", new["metadata"]["name"])),
+                on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])),
+            )
+        )
+        task = asyncio.create_task(inf.run())
+        await asyncio.wait_for(inf.synced.wait(), 30)
+        listed = sorted(n for _, n in inf.store.objects)
+        with cluster.env.client(namespace=ns) as c:
+            c.create(r.Pod(pod("during", ours)))
+            c.delete(r.Pod, "before", grace_period=0)
+        await until(lambda: ("add", "during") in seen and ("delete", "before") in seen)
+        watched = sorted(n for _, n in inf.store.objects)
+        no_managed_fields = all("managedFields" not in o["metadata"] for o in inf.store.objects.values())
+
+        # A watch from a version the server has forgotten: 410 Gone, and run() lists again.
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        with cluster.env.client(namespace=ns) as c:
+            c.create(r.Pod(pod("while-away", ours)))
+        gone = await asyncio.wait_for(inf._watch("1"), 30)  # returns once the server answers 410
+        task = asyncio.create_task(inf.run())
+        await until(lambda: ("add", "while-away") in seen)
+        after = sorted(n for _, n in inf.store.objects)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.aclose()
+        return {
+            "listed": listed,
+            "watched": watched,
+            "gone": gone,
+            "after": after,
+            "no_managed_fields": no_managed_fields,
+        }
+
+    got = asyncio.run(asyncio.wait_for(go(), 120))
+    assert got == {
+        "listed": ["before"],  # the label selector kept the unrelated pod out
+        "watched": ["during"],
+        "gone": True,
+        "after": ["during", "while-away"],
+        "no_managed_fields": True,
+    }
