@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from local_harness import run_cli, write_manifest
+from local_harness import live_pids, run_cli, running_pids, session_pids, wait_for, write_manifest
 
+from trainop.backends.local.api import LocalBackend
 from trainop.testing.builders import JobBuilder, pytorch_job
 
 pytestmark = pytest.mark.integration
@@ -159,3 +163,34 @@ def test_render_shows_what_each_backend_would_create(home: Path, tmp_path: Path)
         "local port is the master's": True,
     }
     assert got == want
+
+
+def test_ctrl_c_in_run_deletes_the_job_and_leaves_no_process(home: Path, tmp_path: Path) -> None:
+    manifest = pytorch_job("intr").master(1).workers(2).command(["sh", "-c", "sleep 300 & wait"]).build_dict()
+    path = write_manifest(tmp_path / "intr.yaml", manifest)
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "trainop.cli.main", "run", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # so that only the CLI gets our SIGINT, as a terminal's Ctrl-C would
+    )
+    backend = LocalBackend(home)
+    try:
+        leaders = wait_for(lambda: len(p := running_pids(backend, "intr")) == 3 and p, "3 replicas")
+        everyone = wait_for(
+            lambda: len(found := [p for sid in leaders for p in session_pids(sid)]) >= 6 and found,
+            "the replicas' children",
+        )
+        cli.send_signal(signal.SIGINT)
+        _, err = cli.communicate(timeout=60)
+        got = {
+            "rc": cli.returncode,
+            "said": "interrupted: deleting intr" in err,
+            "job": backend.store.find_job("default", "intr"),
+            "live": live_pids(everyone),
+        }
+        assert got == {"rc": 130, "said": True, "job": None, "live": []}
+    finally:
+        cli.kill()
+        backend.close()
