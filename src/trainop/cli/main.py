@@ -436,6 +436,7 @@ def logs(
     lines = _call(
         backend.logs, name, namespace, replica=replica, container=container, follow=follow, previous=previous
     )
+    defaults = _default_containers(_call(backend.get, name, namespace))
     try:
         printed = False
         for line in _call(list, lines) if not follow else lines:
@@ -443,7 +444,7 @@ def logs(
             if replica is not None:
                 typer.echo(line.text)
                 continue
-            label = line.replica if container is not None else f"{line.replica}/{line.container}"
+            label = line.replica if line.container in defaults else f"{line.replica}/{line.container}"
             colors.setdefault(label, _PALETTE[len(colors) % len(_PALETTE)])
             console.print(Text.assemble((f"{label} | ", colors[label]), line.text))
         if not printed and previous:

@@ -454,12 +454,9 @@ class LocalBackend:
     ) -> Iterator[LogLine]:
         """Lines of the replicas' logs (newest attempt, or the one before with ``previous``); with
         ``follow``, keeps reading (across restarts) until the job is finished and its processes ended."""
-        row = self._row(name, namespace)
+        row = self._row(name, namespace)  # raises now, not at the first line
         follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
-        if not follow:
-            yield from follower.read_all()
-            return
-        yield from follower.follow()
+        return follower.follow() if follow else follower.read_all()
 
 
 def mark_pod_lost(pod: dict[str, Any], reason: str, now: float) -> None:

@@ -156,7 +156,14 @@ class PodRunner:
         """A pod from the store, run by an earlier supervisor: its last reported status is kept as is."""
         status = pod.get("status") or {}
         obj = {k: v for k, v in pod.items() if k != "status"}
-        self.pods[pod["metadata"]["name"]] = PodRun(obj=obj, created_at=self.clock(), frozen_status=status)
+        meta = dict(obj.get("metadata") or {})
+        deleting = meta.pop("deletionTimestamp", None) is not None
+        meta.pop("deletionGracePeriodSeconds", None)
+        obj["metadata"] = meta
+        run = PodRun(obj=obj, created_at=self.clock(), frozen_status=status)
+        if deleting:  # its deletion was under way: nothing runs any more, so it completes now
+            run.deletion_ts = run.kill_at = self.clock()
+        self.pods[meta["name"]] = run
 
     def delete(self, name: str, grace: float | None = None) -> None:
         pod = self.pods.get(name)
