@@ -64,6 +64,14 @@ def _rv(obj: Obj) -> str | None:
     return str(rv) if rv is not None else None
 
 
+def compute_watch_error_action(exc: BaseException, count: int) -> OnErrorResult:
+    """What a watch does after an error: stop on 410 Gone (the caller lists again, as client-go's
+    reflector does), otherwise retry from the last version seen, backing off 0.4 s doubling to 30 s."""
+    if api_status_code(exc) == 410:
+        return OnErrorResult(OnErrorAction.STOP)
+    return OnErrorResult(OnErrorAction.RETRY, sleep=min(30.0, 0.2 * 2 ** min(count, 8)))
+
+
 @dataclass
 class Handlers:
     on_add: Callable[[Obj], None] | None = None
@@ -231,11 +239,12 @@ class Informer:
 
         def on_error(exc: Exception, count: int) -> OnErrorResult:
             nonlocal gone
-            if api_status_code(exc) == 410:
+            result = compute_watch_error_action(exc, count)
+            if result.action is OnErrorAction.STOP:
                 gone = True
-                return OnErrorResult(OnErrorAction.STOP)
-            log.info("informer %s: watch error (%s), retrying", self.name, exc)
-            return OnErrorResult(OnErrorAction.RETRY, sleep=min(30.0, 0.2 * 2 ** min(count, 8)))
+            else:
+                log.info("informer %s: watch error (%s), retrying", self.name, exc)
+            return result
 
         with request_priority(PRIORITY_READ):
             stream = self.client.watch_api.watch(
