@@ -236,7 +236,13 @@ class LocalBackend:
     def _spawn_supervisor(self, row: JobRow) -> None:
         log_path = self.paths.supervisor_log(row.namespace, row.name)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.spawner(self.paths, row.uid, self.env, log_path)
+        # No SQLite connection may be open across a fork (SQLite's per-process lock bookkeeping would
+        # be copied into the child while the locks themselves are not): close ours, reopen after.
+        self.store.close()
+        try:
+            self.spawner(self.paths, row.uid, self.env, log_path)
+        finally:
+            self.store = Store(self.paths)
 
     # ------------------------------------------------------------------------------------------
     # reading state
