@@ -6,7 +6,7 @@ of the steps and the clock. Backend-agnostic.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -71,9 +71,3 @@ class JobReconciler:
             return Result()
         await self.backend.apply(key, observed, plan)
         return Result(requeue_after=plan.requeue_after)
-
-
-def describe_key(key: Hashable) -> str:
-    if isinstance(key, tuple) and len(key) == 3:
-        return f"{key[0]} {key[1]}/{key[2]}"
-    return str(key)

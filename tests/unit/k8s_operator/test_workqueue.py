@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from trainop.controller.expectations import Expectations
+from trainop.backends.kubernetes.expectations import Expectations
 from trainop.controller.loop import Controller, Result
 from trainop.controller.workqueue import ExponentialBackoff, ShutDown, WorkQueue
 

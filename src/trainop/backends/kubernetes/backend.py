@@ -19,7 +19,7 @@ from trainop.backends.kubernetes.apply import ApplyOutcome, PlanApplier
 from trainop.backends.kubernetes.cache import ClusterCache, JobKey, job_key_of, job_uid
 from trainop.backends.kubernetes.client import KubeClient
 from trainop.backends.kubernetes.events import EventRecorder
-from trainop.controller.expectations import Expectations
+from trainop.backends.kubernetes.expectations import Expectations
 from trainop.core.observed import Observed
 from trainop.core.plan import Event, Plan
 
