@@ -64,11 +64,8 @@ class KubernetesJobBackend:
         if self.expectations.satisfied(key, now):
             return None
         # Normally the informer event re-queues the job first; this is the fallback if it never comes.
-        return max(0.0, self.expectations.ttl - (now - self._pending_since(key)))
-
-    def _pending_since(self, key: JobKey) -> float:
-        p = self.expectations._pending.get(key)
-        return p.since if p is not None else self._clock()
+        since = self.expectations.since(key)
+        return max(0.0, self.expectations.ttl - (now - (now if since is None else since)))
 
     def observe(self, key: JobKey) -> Observed | None:
         obj = self.cache.get_job(key)

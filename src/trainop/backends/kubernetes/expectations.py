@@ -70,6 +70,11 @@ class Expectations(Generic[K]):
             return True
         return False
 
+    def since(self, key: K) -> float | None:
+        """When the oldest unsatisfied expectation of ``key`` was recorded (None if none)."""
+        p = self._pending.get(key)
+        return p.since if p is not None else None
+
     def pending(self, key: K) -> tuple[set[ObjRef], set[ObjRef]]:
         p = self._pending.get(key)
         return (set(p.adds), set(p.deletes)) if p else (set(), set())
