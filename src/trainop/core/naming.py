@@ -1,6 +1,6 @@
 """Names, labels, selectors and owner references of the objects a job owns (contract §1.2, §3.1, §3.2, §6.2).
 
-Pure string and dict builders shared by core, the backends (to select what a job owns) and the tests.
+Pure string and dict builders shared by core, the framework plugins, the backends and the test builders.
 No I/O; every function returns a fresh dict the caller may mutate.
 """
 

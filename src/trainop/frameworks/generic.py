@@ -13,16 +13,12 @@ from typing import Any, ClassVar
 
 from trainop.api.common import ReplicaSpec, TrainingJob
 from trainop.api.constants import (
-    API_VERSION,
     COND_FAILED,
     COND_RESTARTING,
     COND_RUNNING,
     COND_SUCCEEDED,
     ENV_PYTHONUNBUFFERED,
-    JOB_ROLE_MASTER,
     LABEL_JOB_NAME,
-    LABEL_JOB_ROLE,
-    LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     RESTART_NEVER,
@@ -30,6 +26,7 @@ from trainop.api.constants import (
 from trainop.api.defaults import container_port
 from trainop.api.errors import FieldError
 from trainop.api.kinds import KIND_INFO, KindInfo
+from trainop.core.naming import build_replica_labels
 from trainop.core.topology import Topology, replica_name
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 
@@ -111,18 +108,6 @@ def existing_condition(job: TrainingJob, ctype: str) -> tuple[str, str] | None:
         if cond.type == ctype:
             return cond.reason or "", cond.message or ""
     return None
-
-
-def owner_reference(job: TrainingJob) -> dict[str, Any]:
-    """The one controller ownerReference on every object a job owns (§6.2)."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": job.kind,
-        "name": job.name,
-        "uid": job.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 # --- env injection into a pod dict (copy-on-write: templates shared with the job stay untouched) ----
@@ -276,15 +261,9 @@ class BasePlugin:
         """The operator's labels on pod ``rtype``/``index`` (§3.1): operator-name, job-name,
         replica-type, replica-index, and job-role=master on the master-role pod. Core lays these over
         the template's labels (operator values win)."""
-        labels = {
-            LABEL_OPERATOR_NAME: self.info.controller_name,
-            LABEL_JOB_NAME: job.name,
-            LABEL_REPLICA_TYPE: rtype.lower(),
-            LABEL_REPLICA_INDEX: str(index),
-        }
-        if self.is_master_role(job, rtype, index):
-            labels[LABEL_JOB_ROLE] = JOB_ROLE_MASTER
-        return labels
+        return build_replica_labels(
+            self.info, job.name, rtype, index, master=self.is_master_role(job, rtype, index)
+        )
 
     def declared_port(self, job: TrainingJob, rtype: str) -> int:
         """The port ``rtype``'s default container declares under the kind's port name (§1.4 step 5),

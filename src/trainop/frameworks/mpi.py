@@ -19,25 +19,20 @@ from trainop.api.constants import (
     ENV_NVIDIA_VISIBLE_DEVICES,
     ENV_OMPI_HOSTFILE,
     ENV_OMPI_RSH_AGENT,
-    JOB_ROLE_MASTER,
     LABEL_APP,
-    LABEL_JOB_NAME,
-    LABEL_JOB_ROLE,
-    LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
-    LABEL_REPLICA_TYPE,
     RESTART_EXIT_CODE,
 )
 from trainop.api.errors import FieldError
 from trainop.api.kinds import MPIJobSpec
 from trainop.api.validation import validate_mpi
-from trainop.core.topology import Topology
+from trainop.core.naming import build_owner_reference, build_replica_labels
+from trainop.core.topology import Topology, replica_name
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
     failed_update,
-    owner_reference,
     pod_index,
     pod_spec_for_write,
     pods_of,
@@ -92,7 +87,7 @@ def config_map_name(job: TrainingJob) -> str:
 
 
 def worker_name(job: TrainingJob, index: int) -> str:
-    return f"{job.name}-worker-{index}"
+    return replica_name(job.name, WORKER, index)
 
 
 def slots_per_worker(job: TrainingJob) -> int:
@@ -166,7 +161,7 @@ def _owned_meta(job: TrainingJob, name: str) -> dict[str, Any]:
         "name": name,
         "namespace": job.namespace,
         "labels": {LABEL_APP: job.name},
-        "ownerReferences": [owner_reference(job)],
+        "ownerReferences": [build_owner_reference(job)],
     }
 
 
@@ -252,12 +247,7 @@ class MPIPlugin(BasePlugin):
         if rtype != LAUNCHER:
             return super().pod_labels(job, rtype, index)
         # §3.9: the launcher carries no replica-index.
-        return {
-            LABEL_OPERATOR_NAME: self.info.controller_name,
-            LABEL_JOB_NAME: job.name,
-            LABEL_REPLICA_TYPE: LAUNCHER.lower(),
-            LABEL_JOB_ROLE: JOB_ROLE_MASTER,
-        }
+        return build_replica_labels(self.info, job.name, LAUNCHER, None, master=True)
 
     # -- pods --
     def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:

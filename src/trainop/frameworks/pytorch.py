@@ -32,13 +32,13 @@ from trainop.api.constants import (
 from trainop.api.errors import FieldError
 from trainop.api.kinds import ElasticPolicy, PyTorchJobSpec
 from trainop.api.validation import validate_pytorch
+from trainop.core.naming import build_owner_reference
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
     generic_failure,
-    owner_reference,
     peer_port,
     pod_spec_for_write,
     python_unbuffered,
@@ -248,7 +248,7 @@ def build_hpa(job: TrainingJob) -> dict[str, Any] | None:
         "metadata": {
             "name": job.name,
             "namespace": job.namespace,
-            "ownerReferences": [owner_reference(job)],
+            "ownerReferences": [build_owner_reference(job)],
         },
         "spec": spec,
     }

@@ -14,10 +14,9 @@ from datetime import datetime
 from typing import Any, Self
 
 from trainop.api.common import TrainingJob
-from trainop.api.constants import (
-    API_VERSION,
-)
+from trainop.api.constants import API_VERSION
 from trainop.api.kinds import JOB_MODELS, KIND_INFO
+from trainop.core.naming import build_owner_reference
 from trainop.core.topology import replica_name
 
 # A fixed instant so that built objects compare equal across runs.
@@ -310,16 +309,8 @@ def job_builder(kind: str, name: str) -> JobBuilder:
     return JobBuilder(kind, name)
 
 
-def owner_reference(job: TrainingJob) -> dict[str, Any]:
-    """The single controller ownerReference every owned object carries (§6.2)."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": job.kind,
-        "name": job.name,
-        "uid": job.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+# The single controller ownerReference every owned object carries (§6.2), as core builds it.
+owner_reference = build_owner_reference
 
 
 class PodBuilder:
