@@ -537,11 +537,16 @@ class PodRunner:
         return bool(self.by_pid)
 
     def is_idle(self) -> bool:
-        """No process running, none due to start and no pod being deleted: nothing left to supervise."""
+        """Nothing left to supervise: no process running, no start or kill due, no pod being deleted,
+        and no pod still to start (one waiting for GPUs starts even after its job has finished)."""
         return (
             not self.by_pid
             and self.next_wakeup() is None
-            and all(p.deletion_ts is None for p in self.pods.values())
+            and all(
+                p.deletion_ts is None
+                and (p.frozen_status is not None or compute_phase(p) in ("Succeeded", "Failed"))
+                for p in self.pods.values()
+            )
         )
 
     def pod_dicts(self) -> list[dict[str, Any]]:
