@@ -167,9 +167,14 @@ class PodRunner:
 
     def delete(self, name: str, grace: float | None = None) -> None:
         pod = self.pods.get(name)
-        if pod is None or pod.deletion_ts is not None:
+        if pod is None:
             return
         now = self.clock()
+        if pod.deletion_ts is not None:
+            # A second delete may only shorten the grace period (as on Kubernetes).
+            if grace is not None and pod.kill_at is not None and now + grace < pod.kill_at:
+                pod.kill_at = now + grace
+            return
         pod.deletion_ts = now
         pod.grace = (
             pod.plan.grace_seconds if (grace is None and pod.plan) else (grace if grace is not None else 30.0)
