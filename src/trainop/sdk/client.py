@@ -25,7 +25,7 @@ from trainop.api.kinds import JOB_MODELS
 from trainop.api.load import load_documents, parse_job
 from trainop.sdk import constants
 from trainop.sdk.backend import ClientBackend
-from trainop.sdk.errors import JobFailedError, SDKError, WaitTimeoutError
+from trainop.sdk.errors import JobFailedError, SDKError, WaitTimeoutError, build_log_error
 from trainop.sdk.funcjob import build_entrypoint, build_func_job, build_func_script, build_pod_template
 from trainop.sdk.models import SDK_JOB_MODELS, KubeObject, build_plain
 
@@ -84,9 +84,7 @@ class TrainingClient:
         backend: str | ClientBackend | None = None,
         local_home: str | os.PathLike[str] | None = None,
     ) -> None:
-        if job_kind not in constants.JOB_PARAMETERS:
-            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
-        self.job_kind = job_kind
+        self.job_kind = _checked_kind(job_kind)
         kube_args = [
             k
             for k, v in (
@@ -278,8 +276,7 @@ class TrainingClient:
             job = self.get_job(name, namespace, kind, timeout)
         else:
             raise ValueError("Job name or object must be set")
-        status = job.status
-        return list(status.conditions or []) if status is not None else []
+        return _conditions_of(job)
 
     def is_job_created(
         self,
@@ -394,7 +391,7 @@ class TrainingClient:
         deadline = time.monotonic() + float(wait_timeout)
         while True:
             job = self.get_job(name, ns, kind, timeout)
-            conditions = list(job.status.conditions or []) if job.status is not None else []
+            conditions = _conditions_of(job)
             if conditions:
                 logger.debug("%s %s/%s condition: %s", kind, ns, name, conditions[-1])
             if callback is not None:
@@ -508,9 +505,7 @@ class TrainingClient:
                 except WaitTimeoutError:
                     raise
                 except SDKError as e:
-                    raise SDKError(
-                        f"Failed to read logs for pod {ns}/{pod}. Error: {e.detail}", detail=e.detail
-                    ) from None
+                    raise build_log_error(ns, pod, e.detail) from None
         events: dict[str, list[str]] = {}
         if verbose:
             events = self._job_events(kind, ns, name, pods, timeout)
@@ -572,10 +567,7 @@ class TrainingClient:
                         open_streams.remove(pod)
                         if item.error is not None:
                             detail = getattr(item.error, "detail", None) or str(item.error)
-                            raise SDKError(
-                                f"Failed to read logs for pod {namespace}/{pod}. Error: {detail}",
-                                detail=detail,
-                            )
+                            raise build_log_error(namespace, pod, detail)
                         break
                     print(f"[Pod {pod}]: {item}", flush=True)
                     lines[pod].append(item)
@@ -596,11 +588,7 @@ class TrainingClient:
             key = (inv.get("kind"), inv.get("name"))
             if key not in created:
                 continue
-            when = _parse_time(
-                ev.get("eventTime")
-                or ev.get("firstTimestamp")
-                or (ev.get("metadata") or {}).get("creationTimestamp")
-            )
+            when = _parse_time(_event_time(ev))
             since = created[key]
             if when is not None and since is not None and when < since:
                 continue
@@ -630,9 +618,7 @@ class TrainingClient:
         """
         patch = build_job_dict(job) if not isinstance(job, Mapping) else build_plain(job)
         own_kind = patch.get("kind")
-        kind = job_kind or own_kind or self.job_kind
-        if kind not in constants.JOB_PARAMETERS:
-            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
+        kind = _checked_kind(job_kind or own_kind or self.job_kind)
         if own_kind is not None and own_kind != kind:
             raise ValueError(f"job is a {own_kind} but job_kind is {kind}")
         # Server-managed fields would only make the patch fail (stale resourceVersion) or be ignored.
@@ -678,10 +664,7 @@ class TrainingClient:
     # helpers
 
     def _kind(self, job_kind: str | None) -> str:
-        kind = job_kind or self.job_kind
-        if kind not in constants.JOB_PARAMETERS:
-            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
-        return kind
+        return _checked_kind(job_kind or self.job_kind)
 
     def _has(
         self,
@@ -719,6 +702,13 @@ class TrainingClient:
 
 # ----------------------------------------------------------------------------------------------------
 # pure helpers
+
+
+def _checked_kind(kind: Any) -> str:
+    """``kind`` when it is one of the six kinds, else upstream's ValueError (§7.3)."""
+    if kind not in constants.JOB_PARAMETERS:
+        raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
+    return str(kind)
 
 
 def build_create_request(
@@ -773,20 +763,16 @@ def build_create_request(
                     f"If `job` is set only `namespace` argument is allowed. Argument `{key}` must be None."
                 )
         obj = build_job_dict(job)
-        kind = obj.get("kind")
-        if kind not in constants.JOB_PARAMETERS:
-            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
+        kind = _checked_kind(obj.get("kind"))
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
-            raise InvalidJobError([FieldError("metadata", "must be a mapping")], kind=str(kind))
+            raise InvalidJobError([FieldError("metadata", "must be a mapping")], kind=kind)
         meta["namespace"] = namespace or meta.get("namespace") or default_namespace
         _merge(meta, "labels", labels)
         _merge(meta, "annotations", annotations)
         isolated_env = False
     elif train_func is not None or base_image is not None:
-        kind = job_kind or default_kind
-        if kind not in constants.JOB_PARAMETERS:
-            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
+        kind = _checked_kind(job_kind or default_kind)
         if not name:
             raise ValueError("Job name must be set to configure Job from function or image")
         if num_workers is None or num_workers < 1:
@@ -886,6 +872,11 @@ def _merge(meta: dict[str, Any], key: str, values: Mapping[str, str] | None) -> 
         meta[key] = {**current, **{str(k): str(v) for k, v in values.items()}}
 
 
+def _conditions_of(job: Any) -> list[JobCondition]:
+    """``job.status.conditions`` of a job model, [] when it has none yet."""
+    return list(job.status.conditions or []) if job.status is not None else []
+
+
 def _parse_time(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value
@@ -897,13 +888,15 @@ def _parse_time(value: Any) -> datetime | None:
     return None
 
 
-def _event_time_key(ev: Mapping[str, Any]) -> str:
-    return str(
-        ev.get("eventTime")
-        or ev.get("firstTimestamp")
-        or (ev.get("metadata") or {}).get("creationTimestamp")
-        or ""
+def _event_time(ev: Mapping[str, Any]) -> Any:
+    """When an Event happened: eventTime (events.k8s.io writers), else firstTimestamp, else creation."""
+    return (
+        ev.get("eventTime") or ev.get("firstTimestamp") or (ev.get("metadata") or {}).get("creationTimestamp")
     )
+
+
+def _event_time_key(ev: Mapping[str, Any]) -> str:
+    return str(_event_time(ev) or "")
 
 
 def _pod_sort_key(pod: Mapping[str, Any]) -> tuple[str, int, str]:

@@ -25,7 +25,15 @@ from lightkube.types import CascadeType, PatchType
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import KIND_INFO
 from trainop.sdk import constants
-from trainop.sdk.errors import AlreadyExistsError, NotFoundError, SDKError, WaitTimeoutError
+from trainop.sdk.errors import (
+    AlreadyExistsError,
+    NotFoundError,
+    SDKError,
+    WaitTimeoutError,
+    build_log_error,
+    build_request_error,
+    build_request_target,
+)
 from trainop.sdk.models import build_plain
 
 T = TypeVar("T")
@@ -152,26 +160,24 @@ class KubernetesBackend:
 
     # --- error mapping ---
     def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
-        what = f"{kind}: {namespace}/{name}" if name else f"{kind}s in namespace {namespace}"
         try:
             return self._retry_throttled(fn)
         except ApiError as e:
             code = e.status.code
-            detail = str(e.status.message or e)
-            msg = f"Failed to {verb} {what}. Error: {detail}"
-            if code == 404:
-                raise NotFoundError(msg, kind=kind, namespace=namespace, name=name, detail=detail) from None
-            if code == 409 and e.status.reason == "AlreadyExists":
-                raise AlreadyExistsError(
-                    msg, kind=kind, namespace=namespace, name=name, detail=detail
-                ) from None
             if code == 422:
                 raise InvalidJobError(_causes(e), kind=kind, name=name) from None
-            raise SDKError(msg, detail=detail) from None
+            cls: type[SDKError] = SDKError
+            if code == 404:
+                cls = NotFoundError
+            elif code == 409 and e.status.reason == "AlreadyExists":
+                cls = AlreadyExistsError
+            detail = str(e.status.message or e)
+            raise build_request_error(cls, verb, kind, namespace, name, detail) from None
         except httpx.TimeoutException as e:
+            what = build_request_target(kind, namespace, name)
             raise WaitTimeoutError(f"Timeout to {verb} {what}: {e}") from None
         except httpx.HTTPError as e:
-            raise SDKError(f"Failed to {verb} {what}. Error: {e}", detail=str(e)) from None
+            raise build_request_error(SDKError, verb, kind, namespace, name, str(e)) from None
 
     @staticmethod
     def _retry_throttled(fn: Callable[[], T]) -> T:
@@ -288,9 +294,7 @@ class KubernetesBackend:
         try:
             yield from lines
         except httpx.HTTPError as e:
-            raise SDKError(
-                f"Failed to read logs for pod {namespace}/{pod}. Error: {e}", detail=str(e)
-            ) from None
+            raise build_log_error(namespace, pod, str(e)) from None
 
     def list_events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         def run() -> list[dict[str, Any]]:

@@ -25,7 +25,13 @@ from trainop.api.errors import InvalidJobError
 from trainop.backends.base import BackendError, JobAlreadyExistsError, JobNotFoundError
 from trainop.backends.local.api import LocalBackend
 from trainop.sdk import constants
-from trainop.sdk.errors import AlreadyExistsError, NotFoundError, SDKError
+from trainop.sdk.errors import (
+    AlreadyExistsError,
+    NotFoundError,
+    SDKError,
+    build_log_error,
+    build_request_error,
+)
 
 T = TypeVar("T")
 
@@ -123,29 +129,17 @@ class LocalJobBackend:
         self.local.close()
 
     def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
-        what = f"{kind}: {namespace}/{name}" if name else f"{kind}s in namespace {namespace}"
         try:
             return fn()
-        except JobNotFoundError as e:
-            raise NotFoundError(
-                f"Failed to {verb} {what}. Error: {e}",
-                kind=kind,
-                namespace=namespace,
-                name=name,
-                detail=str(e),
-            ) from None
-        except JobAlreadyExistsError as e:
-            raise AlreadyExistsError(
-                f"Failed to {verb} {what}. Error: {e}",
-                kind=kind,
-                namespace=namespace,
-                name=name,
-                detail=str(e),
-            ) from None
         except InvalidJobError:
             raise
         except (BackendError, OSError) as e:
-            raise SDKError(f"Failed to {verb} {what}. Error: {e}", detail=str(e)) from None
+            cls: type[SDKError] = SDKError
+            if isinstance(e, JobNotFoundError):
+                cls = NotFoundError
+            elif isinstance(e, JobAlreadyExistsError):
+                cls = AlreadyExistsError
+            raise build_request_error(cls, verb, kind, namespace, name, str(e)) from None
 
     # --- jobs ---
     def create_job(self, obj: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
@@ -305,9 +299,7 @@ class LocalJobBackend:
             for line in lines:
                 yield line.text
         except (JobNotFoundError, BackendError, OSError) as e:
-            raise SDKError(
-                f"Failed to read logs for pod {namespace}/{pod}. Error: {e}", detail=str(e)
-            ) from None
+            raise build_log_error(namespace, pod, str(e)) from None
 
     def list_events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
