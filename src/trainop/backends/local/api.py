@@ -383,8 +383,9 @@ class LocalBackend:
         if not isinstance(run_policy, dict):
             run_policy = spec["runPolicy"] = {}
         run_policy["suspend"] = suspend
-        gen = self.store.write_manifest(row.uid, manifest)
-        manifest.setdefault("metadata", {})["generation"] = gen
+        manifest.setdefault("metadata", {})["generation"] = (
+            row.generation + 1
+        )  # a spec change, as on the API server
         self.store.write_manifest(row.uid, manifest)
         self._wake(row)
         return self.get(name, namespace)
