@@ -14,10 +14,14 @@ from trainop.testing.builders import pytorch_job
 pytestmark = pytest.mark.integration
 
 
+def step(name: str, cmd: str) -> dict[str, Any]:
+    """A container that shares the pod's ``scratch`` emptyDir at /scratch."""
+    mount = [{"name": "scratch", "mountPath": "/scratch"}]
+    return {"name": name, "image": "i", "command": ["sh", "-c", cmd], "volumeMounts": mount}
+
+
 def containers(template: dict[str, Any]) -> None:
     spec = template["spec"]
-    mount = [{"name": "scratch", "mountPath": "/scratch"}]
-    step = lambda name, cmd: {"name": name, "image": "i", "command": ["sh", "-c", cmd], "volumeMounts": mount}  # noqa: E731
     spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
     spec["initContainers"] = [
         step("first", "echo init-1 >> /scratch/order"),
