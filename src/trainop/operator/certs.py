@@ -10,19 +10,17 @@ functions do the API calls.
 from __future__ import annotations
 
 import base64
-import ipaddress
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.hazmat.primitives import serialization
 
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import PRIORITY_WRITE, KubeClient, api_status_code, request_priority
+from trainop.operator.pki import build_ca_cert, build_key_pem, build_leaf_cert, build_name, build_private_key
 
 log = logging.getLogger(__name__)
 
@@ -60,79 +58,23 @@ class CertBundle:
         return cls(*parts)
 
 
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
 def build_bundle(hosts: list[str], now: datetime) -> CertBundle:
     """A fresh CA and a serving certificate for ``hosts`` (DNS names or IP addresses)."""
-    ca_key = _key()
-    ca_name = x509.Name(
-        [
-            x509.NameAttribute(NameOID.COMMON_NAME, CA_NAME),
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, CA_ORGANIZATION),
-        ]
-    )
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(hours=1))
-        .not_valid_after(now + CA_VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = _key()
-    sans: list[x509.GeneralName] = []
-    for h in hosts:
-        try:
-            sans.append(x509.IPAddress(ipaddress.ip_address(h)))
-        except ValueError:
-            sans.append(x509.DNSName(h))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(
-            x509.Name(
-                [
-                    x509.NameAttribute(NameOID.COMMON_NAME, hosts[0]),
-                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, CA_ORGANIZATION),
-                ]
-            )
-        )
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(hours=1))
-        .not_valid_after(now + CERT_VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    not_before = now - timedelta(hours=1)  # tolerate a little clock skew between replicas and the apiserver
+    ca_key = build_private_key()
+    ca = build_ca_cert(ca_key, build_name(CA_NAME, [CA_ORGANIZATION]), not_before, now + CA_VALIDITY)
+    key = build_private_key()
+    cert = build_leaf_cert(
+        ca=ca,
+        ca_key=ca_key,
+        key=key,
+        subject=build_name(hosts[0], [CA_ORGANIZATION]),
+        not_before=not_before,
+        not_after=now + CERT_VALIDITY,
+        hosts=hosts,
     )
     pem = serialization.Encoding.PEM
-    return CertBundle(ca.public_bytes(pem), _pem_key(ca_key), cert.public_bytes(pem), _pem_key(key))
+    return CertBundle(ca.public_bytes(pem), build_key_pem(ca_key), cert.public_bytes(pem), build_key_pem(key))
 
 
 def detect_rotation_reason(bundle: CertBundle | None, hosts: list[str], now: datetime) -> str | None:

@@ -14,7 +14,6 @@ import contextlib
 import ctypes
 import datetime as dt
 import http.client
-import ipaddress
 import json
 import os
 import re
@@ -188,51 +187,19 @@ def _validity() -> tuple[dt.datetime, dt.datetime]:
 
 
 def _write_private_key(path: Path, key: Any) -> None:
-    from cryptography.hazmat.primitives import serialization
+    from trainop.operator.pki import build_key_pem
 
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    path.write_bytes(build_key_pem(key))
     path.chmod(0o600)
 
 
 def _write_ca(crt: Path, key_path: Path) -> None:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
+    from cryptography.hazmat.primitives import serialization
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "trainop-testenv-ca")])
-    not_before, not_after = _validity()
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                key_cert_sign=True,
-                crl_sign=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
+    from trainop.operator.pki import build_ca_cert, build_name, build_private_key
+
+    key = build_private_key()
+    cert = build_ca_cert(key, build_name("trainop-testenv-ca"), *_validity())
     crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_private_key(key_path, key)
 
@@ -250,41 +217,25 @@ def issue_cert(
     else a client cert whose CN is the Kubernetes user name and whose O entries are its groups.
     """
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    from trainop.operator.pki import build_leaf_cert, build_name, build_private_key
 
     ca = x509.load_pem_x509_certificate(ca_crt.read_bytes())
     signer = serialization.load_pem_private_key(ca_key.read_bytes(), password=None)
     assert isinstance(signer, ec.EllipticCurvePrivateKey)
-    key = ec.generate_private_key(ec.SECP256R1())
-    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
-    attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    key = build_private_key()
     not_before, not_after = _validity()
-    usage = ExtendedKeyUsageOID.SERVER_AUTH if hosts else ExtendedKeyUsageOID.CLIENT_AUTH
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attrs))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), critical=False
-        )
+    cert = build_leaf_cert(
+        ca=ca,
+        ca_key=signer,
+        key=key,
+        subject=build_name(common_name, organizations),
+        not_before=not_before,
+        not_after=not_after,
+        hosts=hosts,
     )
-    if hosts:
-        sans: list[x509.GeneralName] = []
-        for h in hosts:
-            try:
-                sans.append(x509.IPAddress(ipaddress.ip_address(h)))
-            except ValueError:
-                sans.append(x509.DNSName(h))
-        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-    cert = builder.sign(signer, hashes.SHA256())
     out_crt.parent.mkdir(parents=True, exist_ok=True)
     out_crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_private_key(out_key, key)
