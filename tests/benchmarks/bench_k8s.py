@@ -17,7 +17,6 @@ import asyncio
 import copy
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,16 +34,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import build_client, load_config
 from trainop.testing.builders import pytorch_job
-from trainop.testing.testenv import ControlPlane, K8sEnv, start_env, wait_for
+from trainop.testing.testenv import ControlPlane, K8sEnv, free_port, start_env, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_PODS = 110  # testenv's per-node pod capacity
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def proc_stats(pid: int) -> tuple[float, float]:

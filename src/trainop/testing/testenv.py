@@ -43,6 +43,7 @@ __all__ = [
     "ControlPlane",
     "K8sEnv",
     "find_bin_dir",
+    "free_port",
     "issue_cert",
     "k8s_env",
     "k8s_namespace",
@@ -298,6 +299,11 @@ def _free_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def free_port() -> int:
+    """One free loopback port (e.g. for a process under test to listen on)."""
+    return _free_ports(1)[0]
 
 
 _PR_SET_PDEATHSIG = 1

@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,7 @@ from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
 from trainop.backends.kubernetes import resources as r
-from trainop.testing.testenv import K8sEnv, wait_for
+from trainop.testing.testenv import K8sEnv, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 SIM_OUTCOME = "sim.trainop.dev/outcome"
@@ -33,12 +32,6 @@ SIM_RUN_DURATION = "sim.trainop.dev/run-duration"
 SIM_EXIT_CODE = "sim.trainop.dev/exit-code"
 SIM_FAIL_TIMES = "sim.trainop.dev/fail-times"
 SIM_START = "sim.trainop.dev/start"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
