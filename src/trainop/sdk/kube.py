@@ -23,7 +23,7 @@ from lightkube.resources.core_v1 import Event, Pod
 from lightkube.types import CascadeType, PatchType
 
 from trainop.api.errors import FieldError, InvalidJobError
-from trainop.api.kinds import KIND_INFO
+from trainop.backends.kubernetes.resources import JOB_RESOURCES  # the kubeflow.org/v1 kinds (§1.1)
 from trainop.sdk import constants
 from trainop.sdk.errors import (
     AlreadyExistsError,
@@ -44,12 +44,6 @@ FIELD_MANAGER = "trainop-sdk"
 THROTTLE_RETRIES = 10
 THROTTLE_MAX_WAIT_S = 5.0
 
-# The kubeflow.org/v1 kinds as lightkube generic resources (lightkube returns the same class when
-# another module, e.g. the operator, declares the same resource).
-JOB_RESOURCES: dict[str, Any] = {
-    kind: create_namespaced_resource(constants.GROUP, constants.VERSION, kind, info.plural)
-    for kind, info in KIND_INFO.items()
-}
 LocalQueue: Any = create_namespaced_resource("kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues")
 
 
