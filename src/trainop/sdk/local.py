@@ -17,13 +17,13 @@ import subprocess
 import sys
 import venv
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from trainop.api.errors import InvalidJobError
 from trainop.backends.base import BackendError, JobAlreadyExistsError, JobNotFoundError
 from trainop.backends.local.api import LocalBackend
+from trainop.backends.local.runner import rfc3339
 from trainop.sdk import constants
 from trainop.sdk.errors import (
     AlreadyExistsError,
@@ -110,10 +110,6 @@ def install_packages(python: Path, packages: Sequence[str], index_url: str) -> N
         raise RuntimeError(
             f"pip install {' '.join(map(str, packages))} failed (exit {res.returncode}):\n{tail}"
         )
-
-
-def _rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class LocalJobBackend:
@@ -310,7 +306,7 @@ class LocalJobBackend:
                         "metadata": {
                             "name": f"{row.name}.{i}",
                             "namespace": namespace,
-                            "creationTimestamp": _rfc3339(ev.first_ts),
+                            "creationTimestamp": rfc3339(ev.first_ts),
                         },
                         "involvedObject": {
                             "apiVersion": constants.API_VERSION,
@@ -322,8 +318,8 @@ class LocalJobBackend:
                         "reason": ev.reason,
                         "message": ev.message,
                         "count": ev.count,
-                        "firstTimestamp": _rfc3339(ev.first_ts),
-                        "lastTimestamp": _rfc3339(ev.last_ts),
+                        "firstTimestamp": rfc3339(ev.first_ts),
+                        "lastTimestamp": rfc3339(ev.last_ts),
                     }
                 )
         return out
