@@ -161,34 +161,26 @@ def build_func_job(
     if annotations:
         metadata["annotations"] = dict(annotations)
     spec: dict[str, Any] = {"runPolicy": {}}
+
+    def replica_spec(n: int) -> dict[str, Any]:
+        return {"replicas": n, "template": copy.deepcopy(template)}  # every type gets its own copy
+
+    replicas: dict[str, Any] = {}
     if kind == constants.TFJOB_KIND:
         if num_procs_per_worker is not None:
             raise ValueError("TFJob doesn't support num_procs_per_worker")
-        replicas: dict[str, Any] = {}
         if num_chief_replicas is not None:
-            replicas[constants.REPLICA_TYPE_CHIEF] = {
-                "replicas": num_chief_replicas,
-                "template": copy.deepcopy(template),
-            }
+            replicas[constants.REPLICA_TYPE_CHIEF] = replica_spec(num_chief_replicas)
         if num_ps_replicas is not None:
-            replicas[constants.REPLICA_TYPE_PS] = {
-                "replicas": num_ps_replicas,
-                "template": copy.deepcopy(template),
-            }
-        replicas[constants.REPLICA_TYPE_WORKER] = {
-            "replicas": num_workers,
-            "template": copy.deepcopy(template),
-        }
+            replicas[constants.REPLICA_TYPE_PS] = replica_spec(num_ps_replicas)
+        replicas[constants.REPLICA_TYPE_WORKER] = replica_spec(num_workers)
         spec["tfReplicaSpecs"] = replicas
     elif kind == constants.PYTORCHJOB_KIND:
         if num_chief_replicas is not None or num_ps_replicas is not None:
             raise ValueError("PyTorchJob doesn't support num_chief_replicas or num_ps_replicas")
-        replicas = {constants.REPLICA_TYPE_MASTER: {"replicas": 1, "template": copy.deepcopy(template)}}
+        replicas[constants.REPLICA_TYPE_MASTER] = replica_spec(1)
         if num_workers > 1:
-            replicas[constants.REPLICA_TYPE_WORKER] = {
-                "replicas": num_workers - 1,
-                "template": copy.deepcopy(template),
-            }
+            replicas[constants.REPLICA_TYPE_WORKER] = replica_spec(num_workers - 1)
         spec["pytorchReplicaSpecs"] = replicas
         if num_procs_per_worker is not None:
             spec["nprocPerNode"] = str(num_procs_per_worker)
