@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from trainop.api.constants import API_VERSION
-from trainop.api.kinds import JOB_MODELS, KIND_INFO
+from trainop.api.kinds import KIND_INFO
 from trainop.testing.builders import mpi_job, pytorch_job, tf_job
+from trainop.testing.examples import find_example_jobs
 from trainop.testing.testenv import K8sEnv
 
 pytestmark = [pytest.mark.k8s, pytest.mark.integration]
@@ -50,24 +49,7 @@ def test_client_side_apply_installs_every_crd(k8s_env: K8sEnv, crds: str) -> Non
         assert [v["name"] for v in crd["spec"]["versions"]] == ["v1"]
 
 
-def _examples() -> list[Any]:
-    params = []
-    for path in sorted(p for p in (ROOT / "examples").rglob("*") if p.suffix in (".yaml", ".yml")):
-        try:
-            docs = list(yaml.safe_load_all(path.read_text()))
-        except yaml.YAMLError:
-            continue
-        for i, doc in enumerate(docs):
-            if (
-                isinstance(doc, dict)
-                and doc.get("apiVersion") == API_VERSION
-                and doc.get("kind") in JOB_MODELS
-            ):
-                params.append(pytest.param(doc, id=f"{path.relative_to(ROOT)}#{i}"))
-    return params
-
-
-@pytest.mark.parametrize("doc", _examples())
+@pytest.mark.parametrize("doc", find_example_jobs(ROOT))
 def test_examples_are_stored_unchanged(
     k8s_env: K8sEnv, k8s_namespace: str, crds: str, doc: dict[str, Any]
 ) -> None:

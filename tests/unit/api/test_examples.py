@@ -6,35 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from trainop.api.constants import API_VERSION
 from trainop.api.kinds import JOB_MODELS
 from trainop.api.load import dump_job, parse_job
 from trainop.api.validation import validate_job
+from trainop.testing.examples import find_example_jobs
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = ROOT / "examples"
 
 
-def _documents() -> list[Any]:
-    params = []
-    for path in sorted(p for p in EXAMPLES.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()):
-        try:
-            docs = list(yaml.safe_load_all(path.read_text()))
-        except yaml.YAMLError:
-            continue  # not a manifest (a template with placeholders, for instance)
-        for i, doc in enumerate(docs):
-            if (
-                isinstance(doc, dict)
-                and doc.get("apiVersion") == API_VERSION
-                and doc.get("kind") in JOB_MODELS
-            ):
-                params.append(pytest.param(doc, id=f"{path.relative_to(ROOT)}#{i}"))
-    return params
-
-
-DOCUMENTS = _documents()
+DOCUMENTS = find_example_jobs(ROOT)
 
 
 def test_every_kind_has_an_example() -> None:
