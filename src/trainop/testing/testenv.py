@@ -335,8 +335,13 @@ class _Proc:
     log: Path
 
 
-def _http_status(port: int, path: str) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+def _http_status(port: int, path: str, context: ssl.SSLContext | None = None) -> int:
+    """Status of a GET on loopback (HTTPS with ``context``); 0 when nothing answers."""
+    conn = (
+        http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=5)
+        if context is not None
+        else http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    )
     try:
         conn.request("GET", path)
         resp = conn.getresponse()
@@ -602,16 +607,7 @@ class ControlPlane:
         else:
             # KCM and scheduler serve a self-signed cert and allow /healthz anonymously.
             ctx = ssl._create_unverified_context()
-        conn = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=5)
-        try:
-            conn.request("GET", path)
-            resp = conn.getresponse()
-            resp.read()
-            return resp.status
-        except OSError:
-            return 0
-        finally:
-            conn.close()
+        return _http_status(port, path, ctx)
 
     def _client(self) -> lightkube.Client:
         import lightkube
