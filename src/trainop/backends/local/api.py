@@ -405,11 +405,15 @@ class LocalBackend:
             return
         longest = grace if grace is not None else self._longest_grace(row)
         deadline = time.time() + longest + 15.0
+        supervisor = (row.supervisor_pid, row.supervisor_ticks)
         while time.time() < deadline:
             current = self.store.get_job(row.uid)
             if current is None:
+                _await_exit(*supervisor)
                 return
-            self.check_supervisor(current)
+            current = self.check_supervisor(current)
+            if current.supervisor_pid is not None:
+                supervisor = (current.supervisor_pid, current.supervisor_ticks)
             time.sleep(POLL)
         # The supervisor did not finish in time: do it ourselves, forcefully.
         current = self.store.get_job(row.uid)
@@ -464,6 +468,19 @@ class LocalBackend:
         row = self._row(name, namespace)  # raises now, not at the first line
         follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
         return follower.follow() if follow else follower.read_all()
+
+
+def _await_exit(pid: int | None, ticks: int | None, timeout: float = 5.0) -> None:
+    """Wait for a supervisor that has removed its job to exit (it has nothing left to do); kill it if
+    it lingers, so that a finished delete leaves no process at all."""
+    if pid is None:
+        return
+    deadline = time.monotonic() + timeout
+    while procs.is_alive(pid, ticks):
+        if time.monotonic() >= deadline:
+            procs.kill_session(pid, ticks)
+            return
+        time.sleep(0.02)
 
 
 def mark_pod_lost(pod: dict[str, Any], reason: str, now: float) -> None:

@@ -512,8 +512,18 @@ class PodRunner:
                 if c.pid is not None:
                     procs.signal_session(c.pid, c.ticks, signal.SIGKILL)
             pod.kill_at = now + 1.0  # keep insisting until the kernel reports them gone
-        if not live:
-            self._finalize(pod)
+        if live:
+            return
+        # The containers' main processes are gone; so must be anything left in their sessions (they
+        # were sent SIGKILL when their leader exited) before the pod counts as deleted.
+        leftovers = [pid for c in pod.all_runs() for pid in _session_leftovers(c)]
+        if leftovers:
+            for pid in leftovers:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            pod.kill_at = now + 0.05  # look again shortly
+            return
+        self._finalize(pod)
 
     def _finalize(self, pod: PodRun) -> None:
         self.store.release_gpus(self.job.uid, pod.name)
@@ -704,6 +714,17 @@ def _start_error_message(spec: ProcessSpec, exc: BaseException) -> str:
             f"failed to start container {spec.container!r}: working directory {spec.cwd!r} is not a directory"
         )
     return f"failed to start container {spec.container!r}: {exc}"
+
+
+def _session_leftovers(c: ContainerRun) -> list[int]:
+    """Live processes still in the session of ``c``'s last process (which has exited). Nothing when
+    that pid now names another process that started later (the number was reused)."""
+    if c.pid is None:
+        return []
+    leader = procs.read_stat(c.pid)
+    if leader is not None and c.ticks is not None and leader.start_ticks != c.ticks:
+        return []
+    return procs.session_members(c.pid)
 
 
 def _due(c: ContainerRun, now: float) -> bool:
