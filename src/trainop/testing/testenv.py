@@ -38,6 +38,14 @@ if TYPE_CHECKING:
     import lightkube
 
 __all__ = [
+    "SIM_DELETE_DELAY",
+    "SIM_EXIT_CODE",
+    "SIM_FAIL_TIMES",
+    "SIM_OUTCOME",
+    "SIM_REASON",
+    "SIM_RUN_DURATION",
+    "SIM_START",
+    "SIM_START_DELAY",
     "BuildMissingError",
     "CertPair",
     "ControlPlane",
@@ -61,6 +69,16 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 DEFAULT_NODES = 3
 NODE_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
+
+# Pod annotations from which kwok plays out a pod's fate (values: hack/testenv/kwok-stages.yaml).
+SIM_START = "sim.trainop.dev/start"
+SIM_START_DELAY = "sim.trainop.dev/start-delay"
+SIM_OUTCOME = "sim.trainop.dev/outcome"
+SIM_RUN_DURATION = "sim.trainop.dev/run-duration"
+SIM_EXIT_CODE = "sim.trainop.dev/exit-code"
+SIM_REASON = "sim.trainop.dev/reason"
+SIM_FAIL_TIMES = "sim.trainop.dev/fail-times"
+SIM_DELETE_DELAY = "sim.trainop.dev/delete-delay"
 
 # GC and namespace deletion are what the operator's tests rely on; the serviceaccount and root CA
 # publisher controllers make pods admissible like on a real cluster (ServiceAccount admission is on).

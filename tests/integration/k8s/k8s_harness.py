@@ -27,11 +27,6 @@ from trainop.backends.kubernetes import resources as r
 from trainop.testing.testenv import K8sEnv, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[3]
-SIM_OUTCOME = "sim.trainop.dev/outcome"
-SIM_RUN_DURATION = "sim.trainop.dev/run-duration"
-SIM_EXIT_CODE = "sim.trainop.dev/exit-code"
-SIM_FAIL_TIMES = "sim.trainop.dev/fail-times"
-SIM_START = "sim.trainop.dev/start"
 
 
 @dataclass

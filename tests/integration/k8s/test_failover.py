@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from k8s_harness import SIM_OUTCOME, SIM_RUN_DURATION, Cluster, StartOperator, annotate, names, sleep_briefly
+from k8s_harness import Cluster, StartOperator, annotate, names, sleep_briefly
 
 from trainop.backends.kubernetes import resources as r
 from trainop.testing.builders import pytorch_job
-from trainop.testing.testenv import wait_for
+from trainop.testing.testenv import SIM_OUTCOME, SIM_RUN_DURATION, wait_for
 
 PT = "PyTorchJob"
 

@@ -8,10 +8,6 @@ from typing import Any
 
 import pytest
 from k8s_harness import (
-    SIM_EXIT_CODE,
-    SIM_FAIL_TIMES,
-    SIM_OUTCOME,
-    SIM_RUN_DURATION,
     Cluster,
     OperatorProcess,
     annotate,
@@ -20,7 +16,7 @@ from k8s_harness import (
 )
 
 from trainop.testing.builders import pytorch_job, tf_job, xgboost_job
-from trainop.testing.testenv import wait_for
+from trainop.testing.testenv import SIM_EXIT_CODE, SIM_FAIL_TIMES, SIM_OUTCOME, SIM_RUN_DURATION, wait_for
 
 PT = "PyTorchJob"
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 import yaml
-from k8s_harness import REPO, SIM_OUTCOME, Cluster, OperatorProcess, annotate, free_port
+from k8s_harness import REPO, Cluster, OperatorProcess, annotate, free_port
 
 from trainop.backends.kubernetes import resources as r
 from trainop.operator.webhook import webhook_name
 from trainop.testing.builders import mpi_job, pytorch_job
-from trainop.testing.testenv import K8sEnv, wait_for
+from trainop.testing.testenv import SIM_OUTCOME, K8sEnv, wait_for
 
 OVERLAY = REPO / "manifests" / "overlays" / "standalone"
 NS = "kubeflow"

@@ -19,16 +19,13 @@ from typing import Any
 import pytest
 
 from trainop.sdk import TrainingClient
+from trainop.testing.testenv import SIM_EXIT_CODE, SIM_OUTCOME, SIM_RUN_DURATION
 
 REPO = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO / "manifests" / "crds"
 
 # The torchrun scenario needs torch in this interpreter; missing, it fails with this command.
 TORCH_INSTALL = f"{sys.executable} -m pip install -e '{REPO}[torch]'   (or: make .venv/.stamp-extra-torch)"
-
-SIM_OUTCOME = "sim.trainop.dev/outcome"
-SIM_RUN_DURATION = "sim.trainop.dev/run-duration"
-SIM_EXIT_CODE = "sim.trainop.dev/exit-code"
 
 
 def wait_until(
