@@ -599,9 +599,12 @@ class PodRunner:
         phase = compute_phase(pod)
         status: dict[str, Any] = {"phase": phase}
         if not pod.scheduled:
-            status["conditions"] = [
-                self._condition(pod, "PodScheduled", "False", "Unschedulable", pod.unschedulable)
-            ]
+            # Just created: no condition yet. Refused for lack of GPUs: say so, as the scheduler does.
+            status["conditions"] = (
+                [self._condition(pod, "PodScheduled", "False", "Unschedulable", pod.unschedulable)]
+                if pod.unschedulable
+                else []
+            )
             return status
         incomplete_init = [c.spec.container for c in pod.inits if not c.done_ok]
         unready = [c.spec.container for c in pod.mains if not c.running]
