@@ -36,8 +36,10 @@ def main() -> None:
 
     tracker = None
     if rank == 0:
-        # Listen on every interface: on Kubernetes MASTER_ADDR is this pod's own Service name.
-        tracker = RabitTracker(n_workers=world, host_ip="0.0.0.0", port=port, sortby="task")
+        # Listen on this pod's own address (POD_IP, from the downward API: 127.0.0.1 on the local
+        # backend), where MASTER_ADDR leads; every interface when the manifest does not set it.
+        host = os.environ.get("POD_IP", "0.0.0.0")
+        tracker = RabitTracker(n_workers=world, host_ip=host, port=port, sortby="task")
         tracker.start()
 
     # Every fifth row is held out; the rest is split into one shard per rank.

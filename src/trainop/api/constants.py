@@ -102,3 +102,16 @@ ENV_TRAINOP_GPUS: Final = "TRAINOP_GPUS"  # GPU inventory override, e.g. "0,1" (
 ENV_TRAINOP_RESTART_BACKOFF_MAX: Final = "TRAINOP_RESTART_BACKOFF_MAX"  # seconds; local default 10
 ENV_CUDA_VISIBLE_DEVICES: Final = "CUDA_VISIBLE_DEVICES"
 RESOURCE_NVIDIA_GPU: Final = "nvidia.com/gpu"
+
+# Local backend: env defaults that keep a framework's own traffic on the loopback interface
+# (docs/local-backend.md, "Loopback only"); a variable the user set is never overridden.
+LOOPBACK_IFNAME: Final = "lo"
+ENV_OMPI_OOB_TCP_IF_INCLUDE: Final = "OMPI_MCA_oob_tcp_if_include"
+ENV_OMPI_OOB_TCP_IF_EXCLUDE: Final = "OMPI_MCA_oob_tcp_if_exclude"
+ENV_OMPI_BTL_TCP_IF_INCLUDE: Final = "OMPI_MCA_btl_tcp_if_include"
+ENV_OMPI_BTL_TCP_IF_EXCLUDE: Final = "OMPI_MCA_btl_tcp_if_exclude"
+ENV_GLOO_SOCKET_IFNAME: Final = "GLOO_SOCKET_IFNAME"
+ENV_NCCL_SOCKET_IFNAME: Final = "NCCL_SOCKET_IFNAME"
+ENV_TP_SOCKET_IFNAME: Final = "TP_SOCKET_IFNAME"
+ENV_POD_IP: Final = "POD_IP"  # paddle.distributed.launch's own address (its --host)
+ENV_JAX_COORDINATOR_BIND_ADDRESS: Final = "JAX_COORDINATOR_BIND_ADDRESS"

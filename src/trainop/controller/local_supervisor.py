@@ -339,6 +339,7 @@ def build_context(row: JobRow) -> LocalContext:
         cpu_count=os.cpu_count() or 1,
         memory_bytes=memory,
         ephemeral_bytes=disk,
+        kind=row.kind,
     )
 
 

@@ -14,7 +14,9 @@ from trainop.backends.local.render import (
     ProcessSpec,
     build_configmap_files,
     build_container_env,
+    build_loopback_env,
     build_pod_processes,
+    build_rendered_pod,
     build_rsh_agent,
     detect_pod_errors,
     expand_vars,
@@ -22,6 +24,9 @@ from trainop.backends.local.render import (
     rewrite_mount_paths,
 )
 from trainop.backends.local.runner import ContainerRun, PodRun, compute_phase
+
+# What every container gets on the local backend unless it sets them (build_loopback_env).
+LOOPBACK = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo", "TP_SOCKET_IFNAME": "lo"}
 
 CTX = LocalContext(
     host_env={"PATH": "/usr/bin", "HOME": "/home/u"},
@@ -141,7 +146,70 @@ def test_container_env(
 ) -> None:
     container = {"name": "pytorch", "env": env, "resources": resources}
     full, own = build_container_env(container, pod([container]), ctx)
-    assert (own, full) == (want, {**ctx.host_env, **want})
+    assert (own, full) == ({**want, **LOOPBACK}, {**ctx.host_env, **want, **LOOPBACK})
+
+
+OMPI = {"OMPI_MCA_oob_tcp_if_include": "lo", "OMPI_MCA_btl_tcp_if_include": "lo"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "env", "want"),
+    [
+        pytest.param(
+            "PyTorchJob", {"MASTER_ADDR": "127.0.0.1"}, LOOPBACK, id="torch: gloo, NCCL, TensorPipe on lo"
+        ),
+        pytest.param(
+            "PyTorchJob",
+            {"GLOO_SOCKET_IFNAME": "eth1", "NCCL_SOCKET_IFNAME": ""},
+            {"TP_SOCKET_IFNAME": "lo"},
+            id="a variable the user set (even empty) is kept",
+        ),
+        pytest.param("MPIJob", {}, {**LOOPBACK, **OMPI}, id="MPI: Open MPI's daemons and ranks on lo"),
+        pytest.param(
+            "MPIJob",
+            {"OMPI_MCA_btl_tcp_if_exclude": "docker0", "OMPI_MCA_oob_tcp_if_include": "eth0"},
+            LOOPBACK,
+            id="MPI: no include next to the user's exclude (Open MPI refuses both)",
+        ),
+        pytest.param("PaddleJob", {}, {**LOOPBACK, "POD_IP": "127.0.0.1"}, id="Paddle: launch's own address"),
+        pytest.param(
+            "JAXJob",
+            {"COORDINATOR_PORT": "4321"},
+            {**LOOPBACK, "JAX_COORDINATOR_BIND_ADDRESS": "127.0.0.1:4321"},
+            id="JAX: the coordinator binds loopback on its port",
+        ),
+        pytest.param(
+            "TFJob", {}, LOOPBACK, id="TF: nothing of its own (its gRPC server has no such setting)"
+        ),
+    ],
+)
+def test_loopback_env_defaults(kind: str, env: dict[str, str], want: dict[str, str]) -> None:
+    assert build_loopback_env(kind, env) == want
+
+
+def test_rendered_pod_shows_the_loopback_env_of_containers_that_run() -> None:
+    delivery = {"name": "kubectl-delivery", "env": [{"name": "TARGET_DIR", "value": "/opt/kube"}]}
+    mpi = {
+        "name": "mpi",
+        "command": ["mpirun", "python", "x.py"],
+        "env": [{"name": "OMPI_MCA_btl_tcp_if_exclude", "value": "docker0"}],
+    }
+    got = build_rendered_pod(pod([mpi], initContainers=[delivery]), "MPIJob", {"NCCL_SOCKET_IFNAME": "eth0"})
+    want = pod(
+        [
+            {
+                **mpi,
+                "env": [
+                    *mpi["env"],
+                    {"name": "GLOO_SOCKET_IFNAME", "value": "lo"},
+                    {"name": "TP_SOCKET_IFNAME", "value": "lo"},
+                    {"name": "OMPI_MCA_oob_tcp_if_include", "value": "lo"},
+                ],
+            }
+        ],
+        initContainers=[delivery],
+    )
+    assert got == want
 
 
 @pytest.mark.parametrize(
@@ -189,13 +257,14 @@ def test_pod_processes() -> None:
         restartPolicy="OnFailure",
         terminationGracePeriodSeconds=5,
     )
-    env = {**CTX.host_env, "SCRIPT": "train.py"}
+    env = {**CTX.host_env, "SCRIPT": "train.py", **LOOPBACK}
+    init_env = {**CTX.host_env, **LOOPBACK}
     noop = "the master address is 127.0.0.1 on the local backend, so there is no DNS name to wait for"
     want = PodProcesses(
         init=(
-            ProcessSpec("init-pytorch", True, ("sh", "-c", "echo mine"), "/jobs/demo", CTX.host_env),
+            ProcessSpec("init-pytorch", True, ("sh", "-c", "echo mine"), "/jobs/demo", init_env),
             ProcessSpec(
-                "init-pytorch", True, ("sh", "-c", "nslookup 127.0.0.1"), "/jobs/demo", CTX.host_env, noop
+                "init-pytorch", True, ("sh", "-c", "nslookup 127.0.0.1"), "/jobs/demo", init_env, noop
             ),
         ),
         main=(

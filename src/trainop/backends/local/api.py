@@ -38,7 +38,7 @@ from trainop.backends.base import (
 )
 from trainop.backends.local import procs
 from trainop.backends.local.paths import StatePaths, ensure_home, remove_job_files
-from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, detect_pod_errors
+from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_pod, detect_pod_errors
 from trainop.backends.local.runner import rfc3339
 from trainop.backends.local.store import EventRow, JobRow, ProcessRow, Store
 
@@ -223,14 +223,19 @@ class LocalBackend:
         meta["namespace"] = namespace or meta.get("namespace") or "default"
         meta.setdefault("uid", "00000000-0000-0000-0000-000000000000")
         if backend == "local":
+            # The pods with the env their processes get here (the loopback defaults included).
             job = self.prepare(doc)
-        else:
-            from trainop.api.validation import validate_job
+            host_env = build_host_env(self.env)
+            return [
+                build_rendered_pod(o, job.kind, host_env) if o.get("kind") == "Pod" else o
+                for o in build_objects(job, backend)
+            ]
+        from trainop.api.validation import validate_job
 
-            job = parse_job(doc)
-            errors = validate_job(job)
-            if errors:
-                raise InvalidJobError(errors, kind=job.kind, name=job.name)
+        job = parse_job(doc)
+        errors = validate_job(job)
+        if errors:
+            raise InvalidJobError(errors, kind=job.kind, name=job.name)
         return build_objects(job, backend)
 
     def _spawn_supervisor(self, row: JobRow) -> None:

@@ -3,6 +3,7 @@
 ``build_pod_processes`` gives each container its argv, working directory and environment with the
 kubelet's rules (later duplicates win, ``$(VAR)`` expansion, fieldRef/resourceFieldRef), volume
 mount paths rewritten to host directories, and GPUs through CUDA_VISIBLE_DEVICES.
+``build_loopback_env`` adds the env defaults that keep each framework's traffic on loopback.
 ``detect_pod_errors`` says, with a field path, what the local backend cannot run. No I/O here: the
 caller passes the host environment, hostname and directories in a ``LocalContext``.
 """
@@ -10,6 +11,7 @@ caller passes the host environment, hostname and directories in a ``LocalContext
 from __future__ import annotations
 
 import base64
+import copy
 import math
 import re
 import shlex
@@ -18,7 +20,21 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from trainop.api.constants import ENV_CUDA_VISIBLE_DEVICES, RESOURCE_NVIDIA_GPU
+from trainop.api.constants import (
+    ENV_COORDINATOR_PORT,
+    ENV_CUDA_VISIBLE_DEVICES,
+    ENV_GLOO_SOCKET_IFNAME,
+    ENV_JAX_COORDINATOR_BIND_ADDRESS,
+    ENV_NCCL_SOCKET_IFNAME,
+    ENV_OMPI_BTL_TCP_IF_EXCLUDE,
+    ENV_OMPI_BTL_TCP_IF_INCLUDE,
+    ENV_OMPI_OOB_TCP_IF_EXCLUDE,
+    ENV_OMPI_OOB_TCP_IF_INCLUDE,
+    ENV_POD_IP,
+    ENV_TP_SOCKET_IFNAME,
+    LOOPBACK_IFNAME,
+    RESOURCE_NVIDIA_GPU,
+)
 from trainop.api.errors import FieldError, not_supported, required
 
 POD_IP = "127.0.0.1"
@@ -63,6 +79,7 @@ class LocalContext:
     volume_dirs: Mapping[str, str] = field(default_factory=dict)  # volume name → host directory
     gpus: Mapping[str, Sequence[str]] = field(default_factory=dict)  # container name → GPU ids
     machine_has_gpus: bool = False
+    kind: str = ""  # the job's kind (PyTorchJob …): which loopback env defaults apply
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +250,37 @@ def _field_ref(path: str, pod: Mapping[str, Any], ctx: LocalContext) -> str | No
     return None
 
 
+def build_loopback_env(kind: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The env defaults that keep a ``kind`` job's own traffic on the loopback interface, for a
+    container whose environment so far is ``env`` (host env + its env list). A variable already there
+    is the user's choice and is kept, and so is an Open MPI interface list given the other way round
+    (``*_if_exclude``: Open MPI refuses include and exclude together). Local backend only: on
+    Kubernetes each pod has its own network namespace and these stay unset."""
+    out: dict[str, str] = {}
+
+    def default(name: str, value: str, *unless: str) -> None:
+        if name not in env and not any(u in env for u in unless):
+            out[name] = value
+
+    # Gloo (torch.distributed, Horovod), NCCL's bootstrap and torch RPC's TensorPipe pick the
+    # interface the hostname resolves to, often a LAN address; a script of any kind may use them.
+    for name in (ENV_GLOO_SOCKET_IFNAME, ENV_NCCL_SOCKET_IFNAME, ENV_TP_SOCKET_IFNAME):
+        default(name, LOOPBACK_IFNAME)
+    if kind == "MPIJob":
+        # mpirun hands its daemons every non-loopback interface to call back on (oob), and the
+        # ranks talk over non-loopback interfaces only (btl tcp excludes 127.0.0.1/8 by default).
+        default(ENV_OMPI_OOB_TCP_IF_INCLUDE, LOOPBACK_IFNAME, ENV_OMPI_OOB_TCP_IF_EXCLUDE)
+        default(ENV_OMPI_BTL_TCP_IF_INCLUDE, LOOPBACK_IFNAME, ENV_OMPI_BTL_TCP_IF_EXCLUDE)
+    elif kind == "PaddleJob":
+        # paddle.distributed.launch advertises POD_IP (else the hostname's address) as its own
+        # endpoint and the trainers'; §3.7 sets only POD_IP_DUMMY, and paddle reads POD_IP as its --host.
+        default(ENV_POD_IP, POD_IP)
+    elif kind == "JAXJob" and ENV_COORDINATOR_PORT in env:
+        # Process 0's coordinator service binds [::]:<port> unless told otherwise (§3.8's port).
+        default(ENV_JAX_COORDINATOR_BIND_ADDRESS, f"{POD_IP}:{env[ENV_COORDINATOR_PORT]}")
+    return out
+
+
 def build_container_env(
     container: Mapping[str, Any], pod: Mapping[str, Any], ctx: LocalContext
 ) -> tuple[dict[str, str], dict[str, str]]:
@@ -240,7 +288,7 @@ def build_container_env(
 
     Host env first, then the container's env list in order (later duplicates win; ``$(VAR)`` sees
     only entries defined earlier in the list, like the kubelet), then what the local backend
-    injects (CUDA_VISIBLE_DEVICES).
+    injects (CUDA_VISIBLE_DEVICES, the loopback defaults).
     """
     own: dict[str, str] = {}
     pod_containers = [c for c in ((pod.get("spec") or {}).get("containers") or []) if isinstance(c, dict)]
@@ -272,8 +320,26 @@ def build_container_env(
     elif ctx.machine_has_gpus and ENV_CUDA_VISIBLE_DEVICES not in own:
         # Like a pod without a GPU limit on a GPU node: it sees no GPU (they belong to other replicas).
         own[ENV_CUDA_VISIBLE_DEVICES] = ""
+    own.update(build_loopback_env(ctx.kind, {**ctx.host_env, **own}))
     env = {**ctx.host_env, **own}
     return env, own
+
+
+def build_rendered_pod(pod: Mapping[str, Any], kind: str, host_env: Mapping[str, str]) -> dict[str, Any]:
+    """``pod`` as ``trainop render --backend local`` shows it: each container's env list ends with the
+    loopback defaults the local backend adds when it starts the container's process (a container
+    without a command, an operator helper, is not started)."""
+    out = copy.deepcopy(dict(pod))
+    for key in ("initContainers", "containers"):
+        for c in (out.get("spec") or {}).get(key) or []:
+            if not isinstance(c, dict) or not c.get("command"):
+                continue
+            entries = [e for e in c.get("env") or [] if isinstance(e, dict) and e.get("name")]
+            listed = {str(e["name"]): str(e.get("value", "")) for e in entries}
+            extra = build_loopback_env(kind, {**host_env, **listed})
+            if extra:
+                c["env"] = [*(c.get("env") or []), *({"name": k, "value": v} for k, v in extra.items())]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ anything about the job: it only runs pods and reports them (Kubernetes Pod JSON)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -344,16 +345,8 @@ class PodRunner:
             else:  # emptyDir (anything else was rejected at submit)
                 target.mkdir(parents=True, exist_ok=True)
                 volume_dirs[vname] = str(target)
-        ctx = LocalContext(
-            host_env=self.context.host_env,
-            base_dir=self.context.base_dir,
-            hostname=self.context.hostname,
-            cpu_count=self.context.cpu_count,
-            memory_bytes=self.context.memory_bytes,
-            ephemeral_bytes=self.context.ephemeral_bytes,
-            volume_dirs=volume_dirs,
-            gpus=pod.gpus,
-            machine_has_gpus=bool(self.gpu_inventory),
+        ctx = dataclasses.replace(
+            self.context, volume_dirs=volume_dirs, gpus=pod.gpus, machine_has_gpus=bool(self.gpu_inventory)
         )
         pod.plan = build_pod_processes(pod.obj, ctx, self.template_init_count(pod.obj))
         pod.grace = pod.plan.grace_seconds
