@@ -144,32 +144,24 @@ async def apply_cert_secret(
             return current
         log.info("webhook certificate: rotating (%s)", reason)
         bundle = build_bundle(hosts, now)
+        create = secret is None
         if secret is None:
-            body = {
+            secret = {
                 "apiVersion": "v1",
                 "kind": "Secret",
                 "metadata": {"name": name, "namespace": namespace},
                 "type": "Opaque",
-                "data": bundle.to_secret_data(),
             }
-            try:
-                await api.create(r.Secret(body))
-            except Exception as exc:
-                if api_status_code(exc) == 409:  # another replica created it first: use theirs
-                    return await apply_cert_secret(
-                        client, namespace=namespace, name=name, hosts=hosts, now=now
-                    )
-                raise
-        else:
-            secret["data"] = bundle.to_secret_data()
-            try:
+        secret["data"] = bundle.to_secret_data()
+        try:
+            if create:
+                await api.create(r.Secret(secret))
+            else:
                 await api.replace(r.Secret(secret))
-            except Exception as exc:
-                if api_status_code(exc) == 409:  # another replica rotated concurrently: use theirs
-                    return await apply_cert_secret(
-                        client, namespace=namespace, name=name, hosts=hosts, now=now
-                    )
-                raise
+        except Exception as exc:
+            if api_status_code(exc) == 409:  # another replica created or rotated it first: use theirs
+                return await apply_cert_secret(client, namespace=namespace, name=name, hosts=hosts, now=now)
+            raise
         return bundle
 
 
