@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trainop.api.common import TrainingJob
+from trainop.core.status import detect_finished
 
 
 class BackendError(Exception):
@@ -62,10 +63,7 @@ def detect_state(job: TrainingJob) -> str:
 
 def is_finished(job: TrainingJob) -> bool:
     """True once Succeeded or Failed is True (both terminal, §4.1)."""
-    return any(
-        c.type in ("Succeeded", "Failed") and c.status == "True"
-        for c in ((job.status.conditions if job.status else None) or [])
-    )
+    return detect_finished(job.status)
 
 
 class JobBackend(Protocol):
