@@ -6,6 +6,7 @@ The operator runs as a subprocess (as in production), so a test can SIGKILL and 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -183,6 +184,50 @@ class Cluster:
             return c if c is not None and c.get("status") == status else None
 
         return wait_for(check, timeout, f"{kind} {self.namespace}/{name} condition {ctype}={status}")
+
+    def watch_condition(
+        self, kind: str, name: str, ctype: str, *, since: dict[str, Any], status: str = "True",
+        timeout: float = 90.0,
+    ) -> dict[str, Any]:  # fmt: skip
+        """Wait until some version of the job, from ``since`` (the object ``create`` returned) on, has
+        condition ``ctype=status``. A watch delivers every version, where polling sees only the one that is
+        current at each poll: a job with ttlSecondsAfterFinished=1 may be Succeeded for well under a
+        second (completionTime has whole-second precision), then gone, and a poll can miss it."""
+
+        def matching(obj: dict[str, Any]) -> dict[str, Any] | None:
+            for c in (obj.get("status") or {}).get("conditions") or []:
+                if c.get("type") == ctype and c.get("status") == status:
+                    return dict(c)
+            return None
+
+        async def watch() -> dict[str, Any] | None:
+            client = self.env.async_client(namespace=self.namespace)
+            try:
+                async with asyncio.timeout(timeout):
+                    stream = client.watch(
+                        job_resource(kind),
+                        namespace=self.namespace,
+                        fields={"metadata.name": name},
+                        resource_version=since["metadata"]["resourceVersion"],
+                    )
+                    async for _, obj in stream:
+                        got = matching(dict(obj))
+                        if got is not None:
+                            return got
+            except TimeoutError:
+                return None
+            finally:
+                await client.close()
+            return None
+
+        got = matching(since) or asyncio.run(watch())
+        if got is None:
+            now = self.condition_types(kind, name)
+            raise TimeoutError(
+                f"timed out after {timeout:.0f}s waiting for {kind} {self.namespace}/{name} to reach "
+                f"{ctype}={status} (conditions now: {now}, or the job is gone)"
+            )
+        return got
 
     def condition_types(self, kind: str, name: str) -> list[tuple[str, str]]:
         job = self.job(kind, name) or {}

@@ -192,8 +192,9 @@ def test_clean_pod_policy(
 
 def test_ttl_deletes_the_job_and_gc_its_pods(operator: OperatorProcess, cluster: Cluster) -> None:
     job = pytorch_job("ttl").master(1).workers(1).run_policy(ttl_seconds_after_finished=2).template(succeed())
-    cluster.create(job.build_dict())
-    cluster.wait_condition(PT, "ttl", "Succeeded")
+    created = cluster.create(job.build_dict())
+    # Watched, not polled: the job is Succeeded for only 1-2 s before the TTL deletes it.
+    cluster.watch_condition(PT, "ttl", "Succeeded", since=created)
     wait_for(lambda: cluster.job(PT, "ttl") is None or None, 60, "job deleted by TTL")
     # Garbage collection (kube-controller-manager) removes what the job owned.
     wait_for(

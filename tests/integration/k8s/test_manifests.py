@@ -179,9 +179,10 @@ def test_service_account_runs_a_job_end_to_end(installed: Installed, cluster: Cl
     )  # fmt: skip
     assert "denied the request: spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1" in bad.stderr
     job = pytorch_job("sa").master(1).workers(1).run_policy(ttl_seconds_after_finished=1)
-    cluster.create(job.template(annotate({SIM_OUTCOME: "succeed"})).build_dict())
+    created = cluster.create(job.template(annotate({SIM_OUTCOME: "succeed"})).build_dict())
     try:
-        cluster.wait_condition("PyTorchJob", "sa", "Succeeded")
+        # Watched, not polled: with TTL=1 the job may be Succeeded for only a fraction of a second.
+        cluster.watch_condition("PyTorchJob", "sa", "Succeeded", since=created)
     except TimeoutError:
         raise AssertionError(installed.op.log_tail(80)) from None
     wait_for(lambda: cluster.job("PyTorchJob", "sa") is None or None, 60, "TTL deletion")
