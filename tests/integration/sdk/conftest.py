@@ -10,13 +10,12 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sdk_harness import CRD_DIR, SDKEnv
+from sdk_harness import CRD_DIR, SDKEnv, wait_until
 
 from trainop.sdk import TrainingClient
 from trainop.sdk.errors import NotFoundError
@@ -44,9 +43,17 @@ def k8s_operator(k8s_env: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     ]
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=k8s_env.kubeconfig_env())
-    time.sleep(1.0)
-    if proc.poll() is not None:
-        pytest.fail(f"the operator exited with {proc.returncode}:\n{log.read_text()[-4000:]}", pytrace=False)
+
+    # Until the operator has listed every kind (a fixed 1 s sleep let a slow start, e.g. on a loaded
+    # 2-core CI box, go unnoticed, and a start-up failure after it surface only as test timeouts).
+    def started() -> bool:
+        if proc.poll() is not None:
+            pytest.fail(
+                f"the operator exited with {proc.returncode}:\n{log.read_text()[-4000:]}", pytrace=False
+            )
+        return "caches synced" in log.read_text(errors="replace")
+
+    wait_until(started, 120, f"the operator to sync its caches ({log})")
     try:
         yield proc
     finally:
