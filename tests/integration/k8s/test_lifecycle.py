@@ -42,11 +42,12 @@ def test_exit_code_retryable_recreates_the_pod(operator: OperatorProcess, cluste
         pytorch_job("ecr").master(1).workers(1).restart_policy("ExitCode", "Worker")
         .template(fail(137), "Worker")
     )  # fmt: skip
-    cluster.create(job.build_dict())
+    created = cluster.create(job.build_dict())
     first = wait_for(
         lambda: next((p for p in cluster.live_pods("ecr") if "worker" in p["metadata"]["name"]), None), 60
     )
-    restarting = cluster.wait_condition(PT, "ecr", "Restarting")
+    # Watched: Restarting lasts only until the recreated worker runs (Running replaces it, §4.5).
+    restarting = cluster.watch_condition(PT, "ecr", "Restarting", since=created)
     assert restarting["reason"] == "PyTorchJobRestarting"
     again = wait_for(
         lambda: next((p for p in cluster.live_pods("ecr") if p["metadata"]["name"] == "ecr-worker-0" and uid(p) != uid(first)), None),
@@ -147,8 +148,10 @@ def test_active_deadline(operator: OperatorProcess, cluster: Cluster) -> None:
         .workers(1)
         .run_policy(active_deadline_seconds=3, clean_pod_policy="Running")
     )
-    cluster.create(job.build_dict())
-    cluster.wait_condition(PT, "dl", "Running")
+    created = cluster.create(job.build_dict())
+    # Watched: on a slow box the pods may start only just before the 3 s deadline, so Running can be
+    # current for less than a poll interval.
+    cluster.watch_condition(PT, "dl", "Running", since=created)
     failed = cluster.wait_condition(PT, "dl", "Failed", timeout=60)
     assert failed["message"] == "Job dl has failed because it was active longer than specified deadline"
     wait_for(lambda: cluster.live_pods("dl") == [] or None, 60, "running pods cleaned up")
