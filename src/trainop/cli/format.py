@@ -1,11 +1,16 @@
-"""Pure formatting helpers of the CLI: durations in, ages and replica summaries out. No I/O."""
+"""Pure formatting helpers of the CLI: durations in, ages and replica summaries out. No I/O.
+
+The API models load only when a replica summary is asked for, so ``trainop --version`` and
+``--help`` start without pydantic.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from trainop.api.common import TrainingJob
-from trainop.api.defaults import apply_defaults
+if TYPE_CHECKING:
+    from trainop.api.common import TrainingJob
 
 
 class DurationError(ValueError):
@@ -40,6 +45,8 @@ def format_age(seconds: float) -> str:
 
 def format_replicas(job: TrainingJob) -> str:
     """``Master 1/1, Worker 2/2``: replicas running or done, of those wanted, per type."""
+    from trainop.api.defaults import apply_defaults
+
     statuses = (job.status.replica_statuses if job.status else None) or {}
     out = []
     for rtype, spec in apply_defaults(job).replica_specs.items():

@@ -8,7 +8,9 @@ out; 130 ``run`` interrupted with Ctrl-C (the job was deleted). Never a tracebac
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -39,6 +41,12 @@ app = typer.Typer(
 register_operator(app)
 
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
+# pydantic looks for plugins in every installed distribution's entry points when it builds its first
+# model: about 20 ms of every command in a virtualenv that also holds torch, TensorFlow, JAX …, on
+# the path from `trainop submit` to the replicas running. trainop uses no pydantic plugin; the
+# setting is kept out of the environment that jobs record for their replicas (_user_env).
+_PYDANTIC_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
+_plugins_setting_is_ours = False
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 
 
@@ -72,10 +80,24 @@ def _fork_spawner(*args: Any) -> None:
     spawn_forked(*args)
 
 
+def _user_env() -> dict[str, str]:
+    """The environment the user ran trainop in (what a job records for its replicas)."""
+    env = dict(os.environ)
+    if _plugins_setting_is_ours:
+        env.pop(_PYDANTIC_PLUGINS, None)
+    return env
+
+
 def _backend() -> LocalBackend:
     from trainop.backends.local.api import LocalBackend
 
-    return LocalBackend(spawner=_fork_spawner)
+    backend = LocalBackend(env=_user_env(), spawner=_fork_spawner)
+    # Collection was paused during start-up (trainop/cli/__init__.py). What start-up made lives as long
+    # as the process: freeze it (no collector pass ever scans it, none is spent on it now), then
+    # collect as usual for what long-running commands (run, logs -f) allocate from here on.
+    gc.freeze()
+    gc.enable()
+    return backend
 
 
 def _invalid(exc: Exception) -> NoReturn:
@@ -170,6 +192,28 @@ def _check_output(output: str | None, allowed: tuple[str, ...]) -> None:
 # commands
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from trainop import __version__
+
+        typer.echo(f"trainop {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Runs before every command, before any API model is loaded."""
+    global _plugins_setting_is_ours
+    if _PYDANTIC_PLUGINS not in os.environ:
+        os.environ[_PYDANTIC_PLUGINS] = "__all__"
+        _plugins_setting_is_ours = True
+
+
 @app.command()
 def submit(
     file: Annotated[
@@ -182,9 +226,10 @@ def submit(
     """Submit job(s) and return at once; each keeps running under its own supervisor."""
     backend = _backend()
     manifests = _read_manifests(file)
-    for m in manifests:  # validate all first, so a bad second document does not leave half a submit
-        _call(backend.prepare, m)
-    for m in manifests:
+    if len(manifests) > 1:  # validate all first, so a bad second document does not leave half a submit
+        for m in manifests:
+            _call(backend.prepare, m)
+    for m in manifests:  # (submit validates each one itself)
         job = _call(backend.submit, m, base_dir=_base_dir(file), namespace=namespace)
         typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")
 

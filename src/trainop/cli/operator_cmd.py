@@ -16,6 +16,9 @@ def register(app: typer.Typer) -> None:
         help="Run the Kubernetes operator (a drop-in for the Kubeflow Training Operator); --help lists its flags.",
     )
     def operator(ctx: typer.Context) -> None:
+        import gc
+
         from trainop.operator.__main__ import main
 
+        gc.enable()  # paused during start-up (trainop/cli/__init__.py); the operator runs for long
         raise typer.Exit(main(list(ctx.args)))

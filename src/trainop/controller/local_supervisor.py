@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import select
 import shutil
@@ -362,6 +363,9 @@ def spawn_forked(paths: StatePaths, uid: str, env: Mapping[str, str], log_path: 
         return
     sys.stdout.flush()
     sys.stderr.flush()
+    # Python's advice for a process that forks workers: the child's collections then skip every
+    # object it inherited, so they never write to (and copy) the pages it shares with its parent.
+    gc.freeze()
     first = os.fork()
     if first > 0:
         os.waitpid(first, 0)  # the intermediate child exits at once
@@ -371,6 +375,7 @@ def spawn_forked(paths: StatePaths, uid: str, env: Mapping[str, str], log_path: 
         os.setsid()
         if os.fork() > 0:
             os._exit(0)
+        gc.enable()  # a long-running process, whatever its parent's setting
         out = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from local_harness import live_pids, run_cli, running_pids, session_pids, wait_for, write_manifest
 
+import trainop
 from trainop.backends.local.api import LocalBackend
 from trainop.testing.builders import JobBuilder, pytorch_job
 
@@ -121,6 +122,30 @@ def test_get_logs_wait_and_delete(home: Path, tmp_path: Path) -> None:
     deleted = run_cli("delete", "cli")
     assert (deleted.returncode, deleted.stdout) == (0, "pytorchjob.kubeflow.org/cli deleted\n")
     assert run_cli("get", "cli").returncode == 3
+
+
+def test_replicas_get_the_users_environment_not_the_clis_own_settings(home: Path, tmp_path: Path) -> None:
+    """The CLI skips pydantic's plugin scan through PYDANTIC_DISABLE_PLUGINS (a start-up saving); a job
+    records the user's environment without it."""
+    echo = (
+        pytorch_job("env")
+        .master(1)
+        .workers(1)
+        .command(["sh", "-c", 'echo "${PYDANTIC_DISABLE_PLUGINS-unset}"'])
+    )
+    path = write_manifest(tmp_path / "env.yaml", echo.build_dict())
+    ran = run_cli("run", str(path))
+    got = {
+        "version": run_cli("--version").stdout,
+        "replicas": sorted(line for line in ran.stdout.splitlines() if line.endswith("| unset")),
+        "rc": ran.returncode,
+    }
+    want = {
+        "version": f"trainop {trainop.__version__}\n",
+        "replicas": ["master-0 | unset", "worker-0 | unset"],
+        "rc": 0,
+    }
+    assert got == want, ran.stdout
 
 
 def test_wait_times_out_with_exit_4(home: Path, tmp_path: Path) -> None:
