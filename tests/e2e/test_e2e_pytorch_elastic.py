@@ -52,17 +52,17 @@ def test_group_reforms_after_a_worker_is_killed(
     name = submit(backend, EXAMPLE)
     wait_for(lambda: training_under_way(backend, name), "both workers to train", JOB_TIMEOUT)
 
-    # On one machine every agent sees the loopback rendezvous endpoint as its own address, so the one
-    # that binds the port first hosts the c10d store. Losing that node loses the rendezvous itself
-    # (on Kubernetes: losing worker-0), which no elastic setting survives; kill the other one.
+    # The c10d store lives in worker-0's agent, as on Kubernetes where the endpoint is worker-0's
+    # address: on one machine every agent finds the loopback endpoint to be its own address, and the
+    # local backend names the host (is_host in PET_RDZV_CONF). Losing that node loses the rendezvous
+    # itself, which no elastic setting survives; worker-1 is the one to kill.
     details = backend.describe(name)
     store_port = details.ports[("Worker", 0)]
     inodes = listening_inodes(store_port)
     pids = {f"worker-{i}": replica_pid(details, f"{name}-worker-{i}") for i in range(2)}
     hosts = [replica for replica, pid in pids.items() if owns_socket(pid, inodes)]
-    assert len(hosts) == 1, f"expected one replica to host the c10d store on port {store_port}, got {hosts}"
-    victim = next(replica for replica in pids if replica not in hosts)
-    survivor = hosts[0]
+    assert hosts == ["worker-0"], f"the c10d store on port {store_port} is hosted by {hosts}"
+    survivor, victim = "worker-0", "worker-1"
     killed_at_epoch = max(
         r.data["epoch"] for r in events(read_reports(backend.describe(name)), "epoch") if r.replica == victim
     )

@@ -16,6 +16,7 @@ from trainop.backends.local.render import (
     build_container_env,
     build_loopback_env,
     build_pod_processes,
+    build_rdzv_host_conf,
     build_rendered_pod,
     build_rsh_agent,
     detect_pod_errors,
@@ -187,6 +188,54 @@ def test_loopback_env_defaults(kind: str, env: dict[str, str], want: dict[str, s
     assert build_loopback_env(kind, env) == want
 
 
+ELASTIC = {"PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "127.0.0.1:4321"}
+
+
+def replica(rtype: str, index: int) -> dict[str, Any]:
+    labels = {"training.kubeflow.org/replica-type": rtype, "training.kubeflow.org/replica-index": str(index)}
+    return {"metadata": {"name": f"j-{rtype}-{index}", "labels": labels}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "env", "want"),
+    [
+        pytest.param(
+            replica("worker", 0), ELASTIC, {"PET_RDZV_CONF": "is_host=true"}, id="worker 0 hosts the store"
+        ),
+        pytest.param(
+            replica("worker", 1),
+            {**ELASTIC, "PET_RDZV_CONF": "last_call_timeout=5"},
+            {"PET_RDZV_CONF": "last_call_timeout=5,is_host=false"},
+            id="another worker does not; the user's rdzvConf is kept",
+        ),
+        pytest.param(
+            replica("master", 0), ELASTIC, {"PET_RDZV_CONF": "is_host=false"}, id="nor does a master"
+        ),
+        pytest.param(
+            replica("worker", 1),
+            {**ELASTIC, "PET_RDZV_CONF": "is_host=1"},
+            {},
+            id="an is_host in the user's rdzvConf wins",
+        ),
+        pytest.param(
+            replica("worker", 0),
+            {**ELASTIC, "PET_RDZV_ENDPOINT": "etcd.example:2379"},
+            {},
+            id="an endpoint the user chose elsewhere: left to torch",
+        ),
+        pytest.param(
+            replica("worker", 0),
+            {**ELASTIC, "PET_RDZV_BACKEND": "etcd-v2"},
+            {},
+            id="another rendezvous backend",
+        ),
+        pytest.param(replica("worker", 0), {"MASTER_ADDR": "127.0.0.1"}, {}, id="not elastic"),
+    ],
+)
+def test_rdzv_host_conf(pod: dict[str, Any], env: dict[str, str], want: dict[str, str]) -> None:
+    assert build_rdzv_host_conf(pod, env) == want
+
+
 def test_rendered_pod_shows_the_loopback_env_of_containers_that_run() -> None:
     delivery = {"name": "kubectl-delivery", "env": [{"name": "TARGET_DIR", "value": "/opt/kube"}]}
     mpi = {
@@ -209,6 +258,24 @@ def test_rendered_pod_shows_the_loopback_env_of_containers_that_run() -> None:
         ],
         initContainers=[delivery],
     )
+    assert got == want
+
+
+def test_rendered_pod_sets_the_rdzv_conf_in_place() -> None:
+    torch = {
+        "name": "pytorch",
+        "command": ["torchrun", "train.py"],
+        "env": [
+            {"name": "PET_RDZV_ENDPOINT", "value": "127.0.0.1:4321"},
+            {"name": "PET_RDZV_BACKEND", "value": "c10d"},
+            {"name": "PET_RDZV_CONF", "value": "join_timeout=60"},
+        ],
+    }
+    worker0 = {**replica("worker", 0), "spec": {"containers": [torch]}}
+    got = build_rendered_pod(worker0, "PyTorchJob", {})
+    conf = {"name": "PET_RDZV_CONF", "value": "join_timeout=60,is_host=true"}
+    loopback = [{"name": k, "value": v} for k, v in LOOPBACK.items()]
+    want = {**worker0, "spec": {"containers": [{**torch, "env": [*torch["env"][:2], conf, *loopback]}]}}
     assert got == want
 
 

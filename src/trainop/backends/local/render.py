@@ -3,7 +3,8 @@
 ``build_pod_processes`` gives each container its argv, working directory and environment with the
 kubelet's rules (later duplicates win, ``$(VAR)`` expansion, fieldRef/resourceFieldRef), volume
 mount paths rewritten to host directories, and GPUs through CUDA_VISIBLE_DEVICES.
-``build_loopback_env`` adds the env defaults that keep each framework's traffic on loopback.
+``build_local_env`` adds the env defaults that keep each framework's traffic on loopback and names
+the agent that hosts an elastic PyTorchJob's rendezvous store.
 ``detect_pod_errors`` says, with a field path, what the local backend cannot run. No I/O here: the
 caller passes the host environment, hostname and directories in a ``LocalContext``.
 """
@@ -30,8 +31,13 @@ from trainop.api.constants import (
     ENV_OMPI_BTL_TCP_IF_INCLUDE,
     ENV_OMPI_OOB_TCP_IF_EXCLUDE,
     ENV_OMPI_OOB_TCP_IF_INCLUDE,
+    ENV_PET_RDZV_BACKEND,
+    ENV_PET_RDZV_CONF,
+    ENV_PET_RDZV_ENDPOINT,
     ENV_POD_IP,
     ENV_TP_SOCKET_IFNAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
     LOOPBACK_IFNAME,
     RESOURCE_NVIDIA_GPU,
 )
@@ -48,6 +54,8 @@ LOCAL_NOOP_HELPERS: Mapping[str, str] = {
     # §3.9: copies kubectl into /opt/kube for kubexec.sh; the local backend's rsh agent needs no kubectl.
     "kubectl-delivery": "the local backend's rsh agent replaces kubectl exec, so kubectl is not needed",
 }
+# The c10d rendezvous setting that says whether an agent hosts the store (torch's rdzv_conf key).
+RDZV_IS_HOST = "is_host"
 # The MPI ConfigMap key that holds the rsh agent (§3.9); locally it becomes build_rsh_agent's script.
 RSH_AGENT_KEY = "kubexec.sh"
 SUPPORTED_VOLUMES = ("emptyDir", "configMap", "hostPath")
@@ -281,6 +289,33 @@ def build_loopback_env(kind: str, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def build_rdzv_host_conf(pod: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """``PET_RDZV_CONF`` with ``is_host`` for a PyTorchJob's c10d rendezvous at a loopback endpoint:
+    ``true`` on Worker 0 (whose address the endpoint names, §3.4), ``false`` on every other replica.
+
+    On one machine every agent finds the endpoint's 127.0.0.1 to be its own address, so without it
+    whichever agent binds the port first hosts the store; on a cluster only worker-0's matches. An
+    ``is_host`` the user put in rdzvConf wins; another backend or endpoint is left to torch."""
+    host, _, _ = env.get(ENV_PET_RDZV_ENDPOINT, "").rpartition(":")
+    conf = env.get(ENV_PET_RDZV_CONF, "")
+    keys = {item.partition("=")[0].strip() for item in conf.split(",")}
+    if env.get(ENV_PET_RDZV_BACKEND) != "c10d" or host != POD_IP or RDZV_IS_HOST in keys:
+        return {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    worker0 = labels.get(LABEL_REPLICA_TYPE) == "worker" and labels.get(LABEL_REPLICA_INDEX) == "0"
+    entry = f"{RDZV_IS_HOST}={'true' if worker0 else 'false'}"
+    return {ENV_PET_RDZV_CONF: f"{conf},{entry}" if conf else entry}
+
+
+def build_local_env(kind: str, pod: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """What the local backend sets on top of a container's environment ``env`` (host env + its env
+    list): the loopback defaults, and which agent hosts an elastic PyTorchJob's rendezvous store."""
+    out = build_loopback_env(kind, env)
+    if kind == "PyTorchJob":
+        out.update(build_rdzv_host_conf(pod, env))
+    return out
+
+
 def build_container_env(
     container: Mapping[str, Any], pod: Mapping[str, Any], ctx: LocalContext
 ) -> tuple[dict[str, str], dict[str, str]]:
@@ -320,15 +355,16 @@ def build_container_env(
     elif ctx.machine_has_gpus and ENV_CUDA_VISIBLE_DEVICES not in own:
         # Like a pod without a GPU limit on a GPU node: it sees no GPU (they belong to other replicas).
         own[ENV_CUDA_VISIBLE_DEVICES] = ""
-    own.update(build_loopback_env(ctx.kind, {**ctx.host_env, **own}))
+    own.update(build_local_env(ctx.kind, pod, {**ctx.host_env, **own}))
     env = {**ctx.host_env, **own}
     return env, own
 
 
 def build_rendered_pod(pod: Mapping[str, Any], kind: str, host_env: Mapping[str, str]) -> dict[str, Any]:
-    """``pod`` as ``trainop render --backend local`` shows it: each container's env list ends with the
-    loopback defaults the local backend adds when it starts the container's process (a container
-    without a command, an operator helper, is not started)."""
+    """``pod`` as ``trainop render --backend local`` shows it: with the env the local backend sets when
+    it starts each container's process (build_local_env): a variable already listed gets its new
+    value in place, the others are added at the end. A container without a command (an operator
+    helper) is not started, so it is shown as is."""
     out = copy.deepcopy(dict(pod))
     for key in ("initContainers", "containers"):
         for c in (out.get("spec") or {}).get(key) or []:
@@ -336,7 +372,11 @@ def build_rendered_pod(pod: Mapping[str, Any], kind: str, host_env: Mapping[str,
                 continue
             entries = [e for e in c.get("env") or [] if isinstance(e, dict) and e.get("name")]
             listed = {str(e["name"]): str(e.get("value", "")) for e in entries}
-            extra = build_loopback_env(kind, {**host_env, **listed})
+            extra = build_local_env(kind, out, {**host_env, **listed})
+            for e in reversed(entries):  # the last of duplicates is the one that counts
+                if e["name"] in extra:
+                    e.pop("valueFrom", None)
+                    e["value"] = extra.pop(e["name"])
             if extra:
                 c["env"] = [*(c.get("env") or []), *({"name": k, "value": v} for k, v in extra.items())]
     return out
