@@ -23,6 +23,13 @@ def _age(ts: float) -> str:
     return format_age(time.time() - ts)
 
 
+def print_table(console: Console, table: Table) -> None:
+    """A table without the trailing blanks rich pads its last column with (piped output stays clean)."""
+    with console.capture() as captured:
+        console.print(table)
+    console.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
 def _table(*columns: str) -> Table:
     t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 2, 0, 0))
     for c in columns:
@@ -85,16 +92,20 @@ def print_details(console: Console, d: JobDetails) -> None:
         sup_text = "exited (the job needs no more supervision)"
     else:
         sup_text = f"{sup.state}, not alive (the next trainop command recovers it)"
+    local = created.astimezone() if created else None  # the API's UTC, shown in this machine's zone
     fields = [
         ("Name", job.name),
         ("Namespace", job.namespace),
         ("Kind", job.kind),
-        ("Created", f"{created:%Y-%m-%d %H:%M:%S} ({_age(created.timestamp())} ago)" if created else "?"),
+        ("Created", f"{local:%Y-%m-%d %H:%M:%S %Z} ({_age(local.timestamp())} ago)" if local else "?"),
         ("State", state),
         ("Working dir", f"{d.base_dir}  (where relative workingDirs and commands resolve)"),
         (
             "Images",
-            f"{', '.join(d.images) or '-'}  (ignored by the local backend: replicas run as host processes)",
+            f"{', '.join(d.images)}  (not used here: the local backend runs each container's command "
+            "as a host process)"
+            if d.images
+            else "none (the local backend runs each container's command as a host process)",
         ),
         ("Supervisor", sup_text),
         (
@@ -117,7 +128,7 @@ def print_details(console: Console, d: JobDetails) -> None:
                 argv = [*(c.get("command") or []), *(c.get("args") or [])]
                 cmds.append(f"{c.get('name')}: {shlex.join(str(a) for a in argv) or '(no command)'}")
         t.add_row(rtype, str(rs.replicas), str(rs.restart_policy), escape("\n".join(cmds)))
-    console.print(t)
+    print_table(console, t)
 
     console.print("\n[bold]Conditions:[/]")
     conds = (job.status.conditions if job.status else None) or []
@@ -126,9 +137,9 @@ def print_details(console: Console, d: JobDetails) -> None:
         for cond in conds:
             age = _age(cond.last_transition_time.timestamp()) if cond.last_transition_time else ""
             t.add_row(cond.type, cond.status, cond.reason or "", age, escape(cond.message or ""))
-        console.print(t)
+        print_table(console, t)
     else:
-        console.print("  <none yet>")
+        console.print("  none yet")
 
     console.print("\n[bold]Replicas:[/]")
     ports = {f"{rtype.lower()}-{i}": port for (rtype, i), port in d.ports.items()}
@@ -149,18 +160,29 @@ def print_details(console: Console, d: JobDetails) -> None:
                 ),
                 escape(message),
             )
-        console.print(t)
+        print_table(console, t)
     else:
-        console.print("  <no pods>")
+        console.print(f"  {_no_pods(d)}")
 
     console.print("\n[bold]Events:[/]")
     if d.events:
         t = _table("TYPE", "REASON", "AGE", "COUNT", "MESSAGE")
         for e in d.events:
             t.add_row(e.type, e.reason, _age(e.last_ts), str(e.count), escape(e.message))
-        console.print(t)
+        print_table(console, t)
     else:
-        console.print("  <none>")
+        console.print("  none")
+
+
+def _no_pods(d: JobDetails) -> str:
+    """Why a job has no pod to show."""
+    state = detect_state(d.job)
+    if state == "Suspended":
+        return f"none: the job is suspended (trainop resume {d.job.name} starts its replicas again)"
+    if state in ("Succeeded", "Failed"):
+        policy = apply_defaults(d.job).run_policy.clean_pod_policy
+        return f"none left: they were removed when the job finished (cleanPodPolicy: {policy})"
+    return "none yet"
 
 
 def _opt(value: object) -> str:

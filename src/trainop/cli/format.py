@@ -30,17 +30,27 @@ def parse_duration(text: str) -> float:
 
 
 def format_age(seconds: float) -> str:
-    """kubectl's short ages: 42s, 5m3s, 3h, 2d4h."""
+    """kubectl's ages (apimachinery's HumanDuration): 42s, 5m3s, 47m, 3h20m, 2d4h, 30d, 2y15d."""
     s = int(max(seconds, 0))
+    minutes, hours, days = s // 60, s // 3600, s // 86400
     if s < 120:
         return f"{s}s"
-    if s < 600:
-        return f"{s // 60}m{s % 60}s" if s % 60 else f"{s // 60}m"
-    if s < 3 * 3600:
-        return f"{s // 60}m"
-    if s < 48 * 3600:
-        return f"{s // 3600}h"
-    return f"{s // 86400}d{(s % 86400) // 3600}h" if (s % 86400) // 3600 else f"{s // 86400}d"
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 3 * 60:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 8 * 24:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if hours < 2 * 365 * 24:
+        return f"{days}d"
+    years = days // 365
+    if years < 8:
+        return f"{years}y{days % 365}d" if days % 365 else f"{years}y"
+    return f"{years}y"
 
 
 def format_replicas(job: TrainingJob) -> str:

@@ -144,15 +144,40 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a backend call, turning its typed errors into messages and exit codes."""
     from trainop.api.errors import InvalidJobError
     from trainop.backends.base import JobAlreadyExistsError, JobNotFoundError, WaitTimeoutError
+    from trainop.backends.local.api import ReplicaNotFoundError
 
     try:
         return fn(*args, **kwargs)
     except InvalidJobError as exc:
         _invalid(exc)
-    except (JobNotFoundError, JobAlreadyExistsError) as exc:
+    except JobNotFoundError as exc:
+        _fail(str(exc) + _found_elsewhere(exc.name, exc.namespace, exc.kind), EXIT_NOT_FOUND)
+    except (JobAlreadyExistsError, ReplicaNotFoundError) as exc:
         _fail(str(exc), EXIT_NOT_FOUND)
     except WaitTimeoutError as exc:
         _fail(str(exc), EXIT_TIMEOUT)
+
+
+def _found_elsewhere(name: str, namespace: str, kind: str | None) -> str:
+    """Where a job of that name is, when it is not where the command looked (another namespace or
+    kind), as a hint to append to the not-found message."""
+    from trainop.backends.local.api import LocalBackend
+
+    backend = LocalBackend(env=_user_env())
+    try:
+        rows = [r for r in backend.store.list_jobs() if r.name == name]
+    finally:
+        backend.close()
+    same_ns = [r for r in rows if r.namespace == namespace and r.kind != kind]
+    if same_ns:
+        from trainop.api.kinds import KIND_INFO
+
+        r = same_ns[0]
+        return f"; it is a {r.kind} (trainop get {KIND_INFO[r.kind].plural} {name})"
+    if rows:
+        spaces = ", ".join(sorted({r.namespace for r in rows}))
+        return f"; there is one in namespace {spaces} (add -n {rows[0].namespace})"
+    return ""
 
 
 def _age(job: TrainingJob) -> str:
@@ -344,7 +369,8 @@ def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int
         for c in (last.status.conditions if last.status else None) or []:
             if c.type == state and c.message:
                 console.print(Text(f"  {c.reason}: {c.message}"))
-        console.print(Text(f"  details: trainop describe {name}" + (f" -n {ns}" if ns != "default" else "")))
+        flag = f" -n {ns}" if ns != "default" else ""
+        console.print(Text(f"  details: trainop describe {name}{flag}; output: trainop logs {name}{flag}"))
     return EXIT_OK if state == "Succeeded" else EXIT_FAILED
 
 
@@ -405,10 +431,10 @@ def get(
     kind = _kind_arg(kind_or_name) if kind_or_name else None
     if kind_or_name and kind is None:
         if name is not None:
-            _fail(
-                f'unknown kind "{kind_or_name}"; use one of: pytorchjobs, tfjobs, xgboostjobs, mpijobs, paddlejobs, jaxjobs',
-                EXIT_INVALID,
-            )
+            from trainop.api.kinds import KIND_INFO
+
+            plurals = ", ".join(info.plural for info in KIND_INFO.values())
+            _fail(f'unknown kind "{kind_or_name}"; use one of: {plurals}', EXIT_INVALID)
         name = kind_or_name
     if name is not None:
         jobs = [_call(backend.get, name, namespace, kind)]
@@ -419,12 +445,12 @@ def get(
         _dump(objs[0] if name is not None else {"apiVersion": "v1", "kind": "List", "items": objs}, output)
         return
     if not jobs:
-        where = "any namespace" if all_namespaces else f"namespace {namespace}"
-        _console(stderr=True).print(f"No jobs found in {where}.")
+        _console(stderr=True).print(_escape(_no_jobs(backend, kind, None if all_namespaces else namespace)))
         return
     from rich.table import Table
 
     from trainop.backends.base import detect_state
+    from trainop.cli.describe import print_table
 
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
     if all_namespaces:
@@ -442,7 +468,27 @@ def get(
             cells.append(j.kind)
         cells += [f"[{_state_style(state)}]{state}[/]", _age(j), format_replicas(j)]
         table.add_row(*cells)
-    _console().print(table)
+    print_table(_console(), table)
+
+
+def _no_jobs(backend: LocalBackend, kind: str | None, namespace: str | None) -> str:
+    """What `get` says when it lists nothing: where it looked, and where the jobs are instead."""
+    what = f"{kind}s" if kind else "jobs"
+    where = f"in namespace {namespace}" if namespace is not None else "in any namespace"
+    elsewhere = [r for r in backend.store.list_jobs(None, kind) if r.namespace != namespace]
+    if namespace is not None and elsewhere:
+        spaces = ", ".join(sorted({r.namespace for r in elsewhere}))
+        return (
+            f"No {what} {where}; {len(elsewhere)} in other namespaces ({spaces}): trainop get -A lists them."
+        )
+    if kind is not None and backend.store.list_jobs(namespace):
+        return f"No {what} {where} (trainop get lists the jobs of every kind)."
+    if not backend.store.list_jobs():
+        return (
+            f"No jobs in {backend.paths.home} (TRAINOP_HOME). "
+            "Start one with: trainop run FILE (or trainop submit FILE to return at once)."
+        )
+    return f"No {what} {where}."
 
 
 @app.command()
@@ -510,12 +556,19 @@ def delete(
     ] = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Return once every process is gone.")] = True,
 ) -> None:
-    """Delete jobs: SIGTERM to every replica, SIGKILL after terminationGracePeriodSeconds; state and logs go."""
+    """Delete jobs: SIGTERM to every replica, SIGKILL after terminationGracePeriodSeconds; state and logs go.
+    A name that is not found does not stop the others (exit 3 at the end, as kubectl)."""
     backend = _backend()
+    code = EXIT_OK
     for name in names:
-        job = _call(backend.get, name, namespace)
-        _call(backend.delete, name, namespace, wait=wait, grace=grace_period)
+        try:
+            job = _call(backend.get, name, namespace)
+            _call(backend.delete, name, namespace, wait=wait, grace=grace_period)
+        except typer.Exit as exc:
+            code = exc.exit_code
+            continue
         typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} deleted")
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -148,6 +148,67 @@ def test_replicas_get_the_users_environment_not_the_clis_own_settings(home: Path
     assert got == want, ran.stdout
 
 
+def test_an_empty_home_says_how_to_start(home: Path) -> None:
+    got = run_cli("get")
+    want = f"No jobs in {home} (TRAINOP_HOME). Start one with: trainop run FILE (or trainop submit FILE to return at once).\n"
+    assert (got.returncode, got.stdout, got.stderr) == (0, "", want)
+
+
+def test_messages_point_to_where_things_are(home: Path, tmp_path: Path) -> None:
+    """A job in namespace team: every command that looks elsewhere says where it is."""
+    job = pytorch_job("elsewhere").master(1).workers(1).command(["sh", "-c", "echo hi"]).build_dict()
+    path = write_manifest(tmp_path / "job.yaml", job)
+    run_cli("submit", "-n", "team", str(path))
+    run_cli("wait", "elsewhere", "-n", "team", "--timeout", "60s")
+    cases = {
+        ("get",): (
+            0,
+            "No jobs in namespace default; 1 in other namespaces (team): trainop get -A lists them.",
+        ),
+        ("get", "tfjobs", "-n", "team"): (
+            0,
+            "No TFJobs in namespace team (trainop get lists the jobs of every kind).",
+        ),
+        ("describe", "elsewhere"): (
+            3,
+            'error: job "elsewhere" not found in namespace "default"; there is one in namespace team (add -n team)',
+        ),
+        ("get", "tfjob", "elsewhere", "-n", "team"): (
+            3,
+            'error: TFJob "elsewhere" not found in namespace "team"; it is a PyTorchJob '
+            "(trainop get pytorchjobs elsewhere)",
+        ),
+        ("logs", "elsewhere", "-n", "team", "-r", "worker-7"): (
+            3,
+            'error: replica "worker-7" not found in job "elsewhere"; its replicas: master-0, worker-0',
+        ),
+        ("logs", "elsewhere", "-n", "team", "-r", "worker-0", "-c", "main"): (
+            3,
+            'error: container "main" not found in job "elsewhere"; its containers: init-pytorch, pytorch',
+        ),
+    }
+    results = {args: run_cli(*args) for args in cases}
+    got = {args: (r.returncode, r.stderr.strip()) for args, r in results.items()}
+    assert got == cases
+
+    deleted = run_cli("delete", "nope", "elsewhere", "-n", "team")
+    got_delete = (
+        deleted.returncode,
+        deleted.stdout,
+        "nope" in deleted.stderr,
+        run_cli("get", "-A").returncode,
+    )
+    assert got_delete == (3, "pytorchjob.kubeflow.org/elsewhere deleted\n", True, 0)
+
+
+def test_tables_have_no_trailing_blanks(home: Path, tmp_path: Path) -> None:
+    path = write_manifest(tmp_path / "job.yaml", valid().build_dict())
+    run_cli("submit", str(path))
+    run_cli("wait", "cli", "--timeout", "60s")
+    printed = run_cli("get").stdout + run_cli("describe", "cli").stdout
+    assert [line for line in printed.splitlines() if line != line.rstrip()] == []
+
+
 def test_wait_times_out_with_exit_4(home: Path, tmp_path: Path) -> None:
     slow = pytorch_job("slow").master(1).workers(1).command(["sleep", "60"]).build_dict()
     run_cli("submit", str(write_manifest(tmp_path / "slow.yaml", slow)))

@@ -30,6 +30,7 @@ from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
 from trainop.backends.base import (
+    BackendError,
     JobNotFoundError,
     LogLine,
     WaitTimeoutError,
@@ -46,6 +47,15 @@ SUPERVISOR_MODULE = "trainop.controller.local_supervisor"
 SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
 EXIT_SUPERVISOR_LOST = 137  # what a replica killed with its supervisor reports (SIGKILL)
 POLL = 0.2
+
+
+class ReplicaNotFoundError(BackendError):
+    """``logs --replica``/``--container`` named something the job does not have."""
+
+    def __init__(self, what: str, wanted: str, job: str, known: Sequence[str]) -> None:
+        listed = ", ".join(known) if known else "none"
+        super().__init__(f'{what} "{wanted}" not found in job "{job}"; its {what}s: {listed}')
+        self.what, self.wanted, self.job, self.known = what, wanted, job, tuple(known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,8 +481,36 @@ class LocalBackend:
         """Lines of the replicas' logs (newest attempt, or the one before with ``previous``); with
         ``follow``, keeps reading (across restarts) until the job is finished and its processes ended."""
         row = self._row(name, namespace)  # raises now, not at the first line
+        self._check_log_selection(row, replica, container)
         follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
         return follower.follow() if follow else follower.read_all()
+
+    def _check_log_selection(self, row: JobRow, replica: str | None, container: str | None) -> None:
+        """A replica or container the job has never had is an error that lists the ones it has (rather
+        than no output). Known: its pods, and the processes of pods since deleted (their logs stay).
+        Before its first pod exists there is nothing to check against."""
+        containers: dict[str, set[str]] = {}  # pod name → container names
+        for p in self.store.list_pods(row.uid):
+            spec = p.get("spec") or {}
+            containers[p["metadata"]["name"]] = {
+                str(c.get("name"))
+                for key in ("initContainers", "containers")
+                for c in spec.get(key) or []
+                if isinstance(c, dict)
+            }
+        for proc in self.store.list_processes(row.uid):
+            containers.setdefault(proc.pod, set()).add(proc.container)
+        if not containers:
+            return
+        if replica is not None:
+            labels = {pod: replica_label(row.name, pod) for pod in containers}
+            chosen = {pod: names for pod, names in containers.items() if replica in (pod, labels[pod])}
+            if not chosen:
+                raise ReplicaNotFoundError("replica", replica, row.name, sorted(labels.values()))
+            containers = chosen
+        known = sorted(set().union(*containers.values()))
+        if container is not None and container not in known:
+            raise ReplicaNotFoundError("container", container, row.name, known)
 
 
 def _await_exit(pid: int | None, ticks: int | None, timeout: float = 5.0) -> None:
