@@ -109,6 +109,8 @@ LOOPBACK_IFNAME: Final = "lo"
 ENV_OMPI_OOB_TCP_IF_INCLUDE: Final = "OMPI_MCA_oob_tcp_if_include"
 ENV_OMPI_OOB_TCP_IF_EXCLUDE: Final = "OMPI_MCA_oob_tcp_if_exclude"
 ENV_OMPI_BTL_TCP_IF_INCLUDE: Final = "OMPI_MCA_btl_tcp_if_include"
+# Open MPI keeps its session directories under $TMPDIR; locally each MPIJob replica gets its own.
+ENV_TMPDIR: Final = "TMPDIR"
 ENV_OMPI_BTL_TCP_IF_EXCLUDE: Final = "OMPI_MCA_btl_tcp_if_exclude"
 ENV_GLOO_SOCKET_IFNAME: Final = "GLOO_SOCKET_IFNAME"
 ENV_NCCL_SOCKET_IFNAME: Final = "NCCL_SOCKET_IFNAME"

@@ -15,6 +15,7 @@ from trainop.backends.local.render import (
     build_configmap_files,
     build_container_env,
     build_loopback_env,
+    build_mpi_tmpdir,
     build_pod_processes,
     build_rdzv_host_conf,
     build_rendered_pod,
@@ -188,6 +189,41 @@ def test_loopback_env_defaults(kind: str, env: dict[str, str], want: dict[str, s
     assert build_loopback_env(kind, env) == want
 
 
+@pytest.mark.parametrize(
+    ("meta", "env", "listed", "want"),
+    [
+        pytest.param(
+            {"name": "j-worker-0", "uid": "u-1"}, {}, (), {"TMPDIR": "/tmp/trainop-mpi-u-1"}, id="under /tmp"
+        ),
+        pytest.param(
+            {"name": "j-worker-0", "uid": "u-1"},
+            {"TMPDIR": "/scratch/"},
+            (),
+            {"TMPDIR": "/scratch/trainop-mpi-u-1"},
+            id="under the host's TMPDIR",
+        ),
+        pytest.param(
+            {"name": "j-worker-0", "namespace": "ns"},
+            {},
+            (),
+            {"TMPDIR": "/tmp/trainop-mpi-ns-j-worker-0"},
+            id="no uid: namespace and pod name",
+        ),
+        pytest.param(
+            {"name": "j-worker-0", "uid": "u-1"},
+            {"TMPDIR": "/mine"},
+            ("TMPDIR",),
+            {},
+            id="the container's own TMPDIR is kept",
+        ),
+    ],
+)
+def test_mpi_tmpdir_per_replica(
+    meta: dict[str, str], env: dict[str, str], listed: tuple[str, ...], want: dict[str, str]
+) -> None:
+    assert build_mpi_tmpdir({"metadata": meta}, env, listed) == want
+
+
 ELASTIC = {"PET_RDZV_BACKEND": "c10d", "PET_RDZV_ENDPOINT": "127.0.0.1:4321"}
 
 
@@ -253,6 +289,7 @@ def test_rendered_pod_shows_the_loopback_env_of_containers_that_run() -> None:
                     {"name": "GLOO_SOCKET_IFNAME", "value": "lo"},
                     {"name": "TP_SOCKET_IFNAME", "value": "lo"},
                     {"name": "OMPI_MCA_oob_tcp_if_include", "value": "lo"},
+                    {"name": "TMPDIR", "value": "/tmp/trainop-mpi-u-1"},
                 ],
             }
         ],

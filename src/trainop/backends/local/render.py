@@ -16,7 +16,7 @@ import copy
 import math
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -35,6 +35,7 @@ from trainop.api.constants import (
     ENV_PET_RDZV_CONF,
     ENV_PET_RDZV_ENDPOINT,
     ENV_POD_IP,
+    ENV_TMPDIR,
     ENV_TP_SOCKET_IFNAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
@@ -307,12 +308,35 @@ def build_rdzv_host_conf(pod: Mapping[str, Any], env: Mapping[str, str]) -> dict
     return {ENV_PET_RDZV_CONF: f"{conf},{entry}" if conf else entry}
 
 
-def build_local_env(kind: str, pod: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+def build_mpi_tmpdir(
+    pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str]
+) -> dict[str, str]:
+    """A ``TMPDIR`` of its own for each replica of an MPIJob (under the host's), unless the container's
+    env list (``listed``) sets one.
+
+    Open MPI puts each daemon's session directory at ``$TMPDIR/ompi.<hostname>.<uid>/jf.<job>``: on a
+    cluster every pod has its own /tmp, but on one machine mpirun and the daemons in the workers
+    would share that tree and race creating and removing it (orted then fails in orte_session_dir:
+    "mkdir … File exists"). A replica's TMPDIR reaches its daemon through the rsh agent; Open MPI
+    creates the directory, and removes what it put in it."""
+    if ENV_TMPDIR in listed:
+        return {}
+    meta = pod.get("metadata") or {}
+    name = meta.get("uid") or f"{meta.get('namespace', 'default')}-{meta.get('name', '')}"
+    return {ENV_TMPDIR: f"{(env.get(ENV_TMPDIR) or '/tmp').rstrip('/')}/trainop-mpi-{name}"}
+
+
+def build_local_env(
+    kind: str, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str] = ()
+) -> dict[str, str]:
     """What the local backend sets on top of a container's environment ``env`` (host env + its env
-    list): the loopback defaults, and which agent hosts an elastic PyTorchJob's rendezvous store."""
+    list, whose names are ``listed``): the loopback defaults, which agent hosts an elastic
+    PyTorchJob's rendezvous store, and an MPIJob replica's own TMPDIR."""
     out = build_loopback_env(kind, env)
     if kind == "PyTorchJob":
         out.update(build_rdzv_host_conf(pod, env))
+    elif kind == "MPIJob":
+        out.update(build_mpi_tmpdir(pod, env, listed))
     return out
 
 
@@ -355,7 +379,7 @@ def build_container_env(
     elif ctx.machine_has_gpus and ENV_CUDA_VISIBLE_DEVICES not in own:
         # Like a pod without a GPU limit on a GPU node: it sees no GPU (they belong to other replicas).
         own[ENV_CUDA_VISIBLE_DEVICES] = ""
-    own.update(build_local_env(ctx.kind, pod, {**ctx.host_env, **own}))
+    own.update(build_local_env(ctx.kind, pod, {**ctx.host_env, **own}, own.keys()))
     env = {**ctx.host_env, **own}
     return env, own
 
@@ -372,7 +396,7 @@ def build_rendered_pod(pod: Mapping[str, Any], kind: str, host_env: Mapping[str,
                 continue
             entries = [e for e in c.get("env") or [] if isinstance(e, dict) and e.get("name")]
             listed = {str(e["name"]): str(e.get("value", "")) for e in entries}
-            extra = build_local_env(kind, out, {**host_env, **listed})
+            extra = build_local_env(kind, out, {**host_env, **listed}, listed.keys())
             for e in reversed(entries):  # the last of duplicates is the one that counts
                 if e["name"] in extra:
                     e.pop("valueFrom", None)
