@@ -25,6 +25,7 @@ from e2e_harness import (
     succeeded_conditions,
     summarize_conditions,
     summarize_replicas,
+    wait_for,
 )
 
 from trainop.backends.local.api import JobDetails, LocalBackend
@@ -33,6 +34,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 JOB_TIMEOUT = 600.0  # generous: a CI machine of 2 cores may also be building the test control plane
 LOOPBACK = "127.0.0.1"
+PROCESS_EXIT_TIMEOUT = 120.0  # after the job finished: the last replicas end their training step
 
 Evidence = Callable[[JobDetails, list[Report]], tuple[Any, Any]]  # → (want, got)
 
@@ -45,6 +47,11 @@ class Case:
     succeeded: dict[str, int]  # replicaStatuses[type].succeeded at the end
     evidence: Evidence
     commands: tuple[tuple[str, str], ...] = field(default=())  # (command, how to install it)
+
+
+def all_exited(details: JobDetails) -> JobDetails | None:
+    """``details`` once none of the job's processes is still running."""
+    return None if any(p.finished_at is None for p in details.processes) else details
 
 
 def replica_names(details: JobDetails) -> list[str]:
@@ -253,5 +260,11 @@ def test_example_trains(backend: LocalBackend, case: Case, request: pytest.Fixtu
     }
     assert got_status == want_status, tails
 
+    # The job may finish before every replica has: with a Chief it succeeds when the Chief does (§4.4)
+    # and the Workers (cleanPodPolicy None) print their last evidence line just after. Read the logs
+    # once every replica's processes have exited, so that line is there when it was printed at all.
+    details = wait_for(
+        lambda: all_exited(backend.describe(name)), "every replica's processes to exit", PROCESS_EXIT_TIMEOUT
+    )
     want, got = case.evidence(details, read_reports(details))
-    assert got == want, tails
+    assert got == want, log_tails(backend, name)
