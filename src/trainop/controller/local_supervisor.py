@@ -35,12 +35,14 @@ from trainop.api.load import parse_job
 from trainop.backends.local import procs
 from trainop.backends.local.gpus import detect_gpu_inventory
 from trainop.backends.local.paths import StatePaths, remove_job_files
+from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.render import LocalContext
 from trainop.backends.local.runner import DEFAULT_BACKOFF_MAX, JobIdentity, PodRunner, rfc3339
 from trainop.backends.local.store import JobRow, Store
 from trainop.core.observed import Observed
 from trainop.core.plan import CreateObject, DeleteJob, DeleteObject, Plan, UpdateObject, outcome_event
 from trainop.core.reconcile import reconcile
+from trainop.core.status import detect_finished
 from trainop.core.topology import LoopbackTopology
 from trainop.frameworks.registry import REGISTRY
 
@@ -58,9 +60,7 @@ def allocate_port(store: Store, uid: str, rtype: str, index: int) -> int:
     """A free loopback port for one replica: the kernel picks one (bind to 0), the store's registry
     makes sure no other job or replica was handed the same number."""
     for _ in range(64):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
+        port = probe_free_port()
         if store.reserve_port(uid, rtype, index, port):
             return port
     raise RuntimeError("could not find a free port on 127.0.0.1")
@@ -237,9 +237,7 @@ class Supervisor:
         if plan.deletes_job:
             self.store.request_deletion(self.uid, time.time(), None)
             return self._delete_job()
-        finished = any(
-            c.type in ("Succeeded", "Failed") and c.status == "True" for c in (plan.status.conditions or [])
-        )
+        finished = detect_finished(plan.status)
         return finished and plan.requeue_after is None and self.runner.is_idle() and not self.runner.changed
 
     def _extras(self) -> dict[str, list[dict[str, Any]]]:

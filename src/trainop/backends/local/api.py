@@ -14,7 +14,6 @@ import contextlib
 import copy
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from trainop.backends.base import (
 )
 from trainop.backends.local import procs
 from trainop.backends.local.paths import StatePaths, ensure_home, remove_job_files
+from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_pod, detect_pod_errors
 from trainop.backends.local.runner import rfc3339
 from trainop.backends.local.store import EventRow, JobRow, ProcessRow, Store
@@ -588,9 +588,7 @@ def _preview_ports(job: TrainingJob) -> dict[tuple[str, int], int]:
     ports: dict[tuple[str, int], int] = {}
     for rtype, spec in apply_defaults(job).replica_specs.items():
         for i in range(max(spec.replicas or 0, 0)):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                ports[(rtype, i)] = int(s.getsockname()[1])
+            ports[(rtype, i)] = probe_free_port()
     return ports
 
 
