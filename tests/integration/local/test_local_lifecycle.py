@@ -95,5 +95,6 @@ def test_limit_failures_stop_every_replica(backend: LocalBackend, manifest: dict
     name = manifest["metadata"]["name"]
     backend.submit(manifest)
     pids = wait_for(lambda: running_pids(backend, name), "replicas to start")
-    backend.wait(name, ["Failed"], timeout=90)
+    done = backend.wait(name, ["Failed"], timeout=90)
+    assert condition(done, "Failed"), f"{name} finished without Failed: {done.status}"
     wait_for(lambda: not live_pids(pids) and not backend.pods(name), "every replica process to be gone")
