@@ -10,10 +10,10 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -117,6 +117,25 @@ class OperatorProcess:
             self.proc.kill()
             return self.proc.wait(timeout=10)
 
+    def wait_reconciled(self, kind: str, namespace: str, name: str, resource_version: str) -> None:
+        """Until a reconcile pass of this operator has decided on the job at ``resource_version`` or
+        later (its debug line, controller/jobs.py): what that pass would do is then done. This is how a
+        test proves that something does NOT happen, instead of sleeping through a window."""
+        pattern = re.compile(
+            rf"reconciled {re.escape(kind)} {re.escape(namespace)}/{re.escape(name)} at resourceVersion (\d+)"
+        )
+
+        def seen() -> bool | None:
+            self.check_alive()
+            text = self.log_path.read_text(errors="replace")
+            return any(int(v) >= int(resource_version) for v in pattern.findall(text)) or None
+
+        wait_for(
+            seen,
+            60,
+            f"{self.log_path.name}: a reconcile of {kind} {namespace}/{name} at rv {resource_version}",
+        )
+
     def kill(self) -> None:
         """SIGKILL: no lease release, no flushing, like a node failure."""
         if self.proc is not None and self.proc.poll() is None:
@@ -138,6 +157,7 @@ class Cluster:
     env: K8sEnv
     namespace: str
     client: Client = field(init=False)
+    _nudges: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.client = self.env.client(namespace=self.namespace)
@@ -164,6 +184,23 @@ class Cluster:
         self.client.patch(
             job_resource(kind), name, patch, namespace=self.namespace, patch_type=PatchType.MERGE
         )
+
+    def nudge_job(self, kind: str, name: str) -> str:
+        """Touch an annotation of the job (which every operator ignores) so that it is reconciled again;
+        returns the job's new resourceVersion, for OperatorProcess.wait_reconciled."""
+        self._nudges += 1
+        obj = self.client.patch(
+            job_resource(kind),
+            name,
+            {"metadata": {"annotations": {"test.trainop.dev/nudge": str(self._nudges)}}},
+            namespace=self.namespace,
+            patch_type=PatchType.MERGE,
+        )
+        return str(dict(obj)["metadata"]["resourceVersion"])
+
+    def settled(self, operator: OperatorProcess, kind: str, name: str) -> None:
+        """Until ``operator`` has reconciled the job after every change made so far."""
+        operator.wait_reconciled(kind, self.namespace, name, self.nudge_job(kind, name))
 
     def delete_job(self, kind: str, name: str) -> None:
         with contextlib.suppress(ApiError):
@@ -294,8 +331,3 @@ def annotate(template_ops: dict[str, str]) -> Any:
 
 def wait_gone(check: Any, timeout: float = 60.0, what: str = "objects to go away") -> None:
     wait_for(lambda: check() == [] or None, timeout, what)
-
-
-def sleep_briefly(seconds: float) -> None:
-    """Only used to prove that something does NOT happen within a window (never to wait for success)."""
-    time.sleep(seconds)

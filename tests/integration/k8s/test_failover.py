@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from k8s_harness import Cluster, StartOperator, annotate, names, sleep_briefly
+from k8s_harness import Cluster, StartOperator, annotate, names
 
 from trainop.backends.kubernetes import resources as r
 from trainop.testing.builders import pytorch_job
@@ -36,7 +36,7 @@ def test_restarted_operator_adopts_running_pods(start_operator: StartOperator, c
 
     first.kill()  # SIGKILL mid-job: nothing is flushed or released
     second = start_operator("--enable-webhook=false", name="second")
-    sleep_briefly(3)  # give the new operator time to (wrongly) act
+    cluster.settled(second, PT, "adopt")  # the new operator has decided on the job as it is now
     assert pod_uids(cluster, "adopt") == before_pods  # no pod replaced, none added
     assert create_count(cluster, "adopt") == 3
     after_status = (cluster.job(PT, "adopt") or {})["status"]
@@ -69,7 +69,14 @@ def test_only_the_leader_writes(start_operator: StartOperator, cluster: Cluster)
         pytorch_job("le").master(1).workers(1).template(annotate({SIM_OUTCOME: "succeed"})).build_dict()
     )
     cluster.wait_condition(PT, "le", "Succeeded")
-    sleep_briefly(2)
+    cluster.settled(a, PT, "le")
+    # The standby has looked at the lease twice more since, and still only reads.
+    reads = b.metric("rest_client_requests_total", method="GET")
+    wait_for(
+        lambda: b.metric("rest_client_requests_total", method="GET") >= reads + 2 or None,
+        60,
+        "the standby to read the lease twice more",
+    )
     assert (a.metric("leader_election_master_status"), b.metric("leader_election_master_status")) == (1, 0)
     assert b.writes() == b_writes_at_start == 0  # the standby only reads (the lease included)
     assert b.metric("controller_runtime_reconcile_total") == 0

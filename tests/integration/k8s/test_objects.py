@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 from k8s_harness import Cluster, OperatorProcess, container, env_of, names
+from lightkube import ALL_NS
 
+from trainop.api.constants import LABEL_JOB_NAME as JOB_NAME_LABEL
 from trainop.backends.kubernetes import resources as r
 from trainop.testing.builders import (
     JobBuilder,
@@ -130,7 +132,15 @@ def test_pytorchjob_objects(operator: OperatorProcess, cluster: Cluster) -> None
             ("pt-worker-1", "worker", 1),
         )
     }
-    assert ns  # namespace-scoped: the objects live beside the job
+    # namespace-scoped: everything the job owns, looked for in every namespace, lives beside the job
+    uid = job["metadata"]["uid"]
+    owned = [
+        (res.__name__, o["metadata"]["namespace"], o["metadata"]["name"])
+        for res in (r.Pod, r.Service)
+        for o in map(dict, cluster.client.list(res, namespace=ALL_NS, labels={JOB_NAME_LABEL: "pt"}))
+        if any(ref["uid"] == uid for ref in o["metadata"].get("ownerReferences") or [])
+    ]
+    assert sorted(owned) == sorted([("Pod", ns, n) for n in want] + [("Service", ns, n) for n in want])
 
 
 def test_tfjob_objects(operator: OperatorProcess, cluster: Cluster) -> None:
