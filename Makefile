@@ -14,7 +14,8 @@ help:
 	@echo "make test        lint, typecheck and every test (builds the test control plane if missing)"
 	@echo "make crds        regenerate manifests/crds from the models"
 	@echo "make testenv     build kube-apiserver, etcd, kwok ... into the cache"
-	@echo "make bench-core | bench-local | bench-k8s   print benchmark figures"
+	@echo "make bench-core | bench-local | bench-k8s   print benchmark figures (make bench: all three)"
+	@echo "make unit | integration | e2e   one layer of the tests"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -50,6 +51,13 @@ demo: $(STAMP)-extra-torch
 
 bench-core: $(STAMP)-dev
 	$(BIN)/python tests/benchmarks/bench_reconcile.py
+
+# every benchmark: the pure core, the local backend, the operator on the test control plane
+bench: bench-core bench-local bench-k8s
+
+# the local backend with real processes and the operator against the real control plane
+integration: testenv $(STAMP)-dev
+	$(BIN)/pytest -q tests/integration
 
 -include mk/*.mk
 
