@@ -8,9 +8,12 @@ Service network in the test cluster); the configuration only matches this module
 from __future__ import annotations
 
 import base64
+import contextlib
 import secrets
+import socket
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,15 +69,16 @@ class Webhook:
         )
 
 
-@pytest.fixture(scope="module")
-def webhook(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+@contextlib.contextmanager
+def serving_webhook(k8s_env: K8sEnv, tmp: Path) -> Iterator[Webhook]:
+    """An operator serving the webhook, and a configuration for it that matches only namespaces
+    labelled with its token (so that several can coexist)."""
     token = secrets.token_hex(4)
     port = free_port()
     vwc = f"validator.training-operator.kubeflow.org-{token}"
     secret = f"training-operator-webhook-cert-{token}"
     pod_ns = k8s_env.create_namespace(f"trainop-system-{token}")
     k8s_env.apply_yaml(yaml.safe_dump(build_vwc(vwc, port, token)))
-    tmp = tmp_path_factory.mktemp("webhook")
     op = OperatorProcess(
         k8s_env,
         [
@@ -96,6 +100,12 @@ def webhook(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactor
         k8s_env.kubectl("delete", "validatingwebhookconfiguration", vwc, "--ignore-not-found", check=False)
         op.stop()
         k8s_env.delete_namespace(pod_ns)
+
+
+@pytest.fixture(scope="module")
+def webhook(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    with serving_webhook(k8s_env, tmp_path_factory.mktemp("webhook")) as wh:
+        yield wh
 
 
 @pytest.fixture
@@ -249,3 +259,32 @@ def test_certificate_is_stored_injected_and_rotated(webhook: Webhook, ns: Cluste
         ) or None
 
     wait_for(still_denies, 60, "webhook answering with the rotated certificate")
+
+
+def test_sigterm_with_open_connections_exits_0_without_a_traceback(
+    k8s_env: K8sEnv, crds: None, cluster: Cluster, tmp_path: Path
+) -> None:
+    """Every shutdown used to log an asyncio CancelledError traceback per open connection (Python 3.11's
+    start_server callback on a cancelled handler): the API server keeps its webhook connection alive,
+    kubelet and Prometheus theirs to the probes and /metrics."""
+    with serving_webhook(k8s_env, tmp_path) as wh:
+        k8s_env.kubectl("label", "namespace", cluster.namespace, f"{SELECTOR_LABEL}={wh.token}")
+        # One admission call: the API server's client now holds a kept-alive connection to the webhook.
+        res = kubectl_apply(cluster, pytorch_job("s1").master(1).workers(1).build_dict())
+        assert res.returncode == 0, res.stderr
+        held = []
+        for port in (wh.op.probe_port, wh.op.metrics_port):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert sock.recv(65536).startswith(b"HTTP/1.1 "), "no response"
+            held.append(sock)
+        half = socket.create_connection(("127.0.0.1", wh.op.probe_port), timeout=10)
+        half.sendall(b"GET /healthz HTTP/1.1\r\n")  # a request still in its headers
+        held.append(half)
+        rc = wh.op.stop()
+        log = wh.op.log_path.read_text(errors="replace")
+        for sock in held:
+            sock.close()
+    assert rc == 0, log
+    assert "Traceback" not in log, log
+    assert "Exception in callback" not in log, log
