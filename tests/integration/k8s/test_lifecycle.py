@@ -301,12 +301,13 @@ def test_metrics_after_a_job_ends(operator: OperatorProcess, cluster: Cluster) -
     # and timed, every queued key measured, and the queue has drained.
     snapshot = operator.metrics()  # one scrape, so the counters agree with each other
 
-    def sample(name: str, **labels: str) -> float:
-        return sum(v for (n, ls), v in snapshot.items() if n == name and set(labels.items()) <= set(ls))
+    def sample(metric: str, **labels: str) -> float:
+        return sum(v for (n, ls), v in snapshot.items() if n == metric and set(labels.items()) <= set(ls))
 
     passes = sample("controller_runtime_reconcile_total", controller="trainop")
     assert passes >= 4
     assert sample("controller_runtime_reconcile_time_seconds_count", controller="trainop") == passes
     assert sample("workqueue_adds_total", name="trainop") >= 2
     assert sample("workqueue_queue_duration_seconds_count", name="trainop") >= 2
-    wait_for(lambda: operator.metric("workqueue_depth", name="trainop") == 0 or None, 30, "an empty queue")
+    depth = ("workqueue_depth", (("name", "trainop"),))
+    wait_for(lambda: operator.metrics().get(depth) == 0 or None, 30, "an empty queue")
