@@ -1,9 +1,9 @@
 """The validating admission webhook (contract §2.1): AdmissionReview v1 in, AdmissionReview v1 out.
 
-One path per kind, ``/validate-kubeflow-org-v1-<kind>``, for the five kinds upstream validates (none
-for MPIJob). A denial carries upstream's aggregated message (a single error bare, several as
-``[e1, e2]``, duplicates once) with code 403, as controller-runtime's ``admission.Denied`` does;
-deprecations come back as admission warnings. ``build_*`` is pure; the server lives in operator/http.
+One path per kind, ``/validate-kubeflow-org-v1-<kind>``, running the CLI's ``validate_for_apply``. A
+denial carries upstream's aggregated message (one error bare, several as ``[e1, e2]``, duplicates once)
+with code 403, as controller-runtime's ``admission.Denied``; deprecations are admission warnings. MPIJob
+has a webhook too, which upstream lacks (see ``WEBHOOK_KINDS``). ``build_*`` is pure; no I/O here.
 """
 
 from __future__ import annotations
@@ -12,17 +12,22 @@ import json
 import logging
 from typing import Any
 
+from trainop.api.common import TrainingJob
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.load import parse_job
-from trainop.api.validation import validate_for_apply, validation_warnings
+from trainop.api.validation import validate_for_apply, validate_mpi, validation_warnings
 from trainop.operator.http import Handler, Response
 
 log = logging.getLogger(__name__)
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 WEBHOOK_CONFIGURATION_NAME = "validator.training-operator.kubeflow.org"
-# MPIJob is validated inside the controller (§2.4), as upstream.
-WEBHOOK_KINDS = ("PyTorchJob", "TFJob", "XGBoostJob", "PaddleJob", "JAXJob")
+# Upstream serves the first five (§2.1). It needs no MPIJob webhook because its MPIJob CRD types the
+# whole PodTemplateSpec, so the API server rejects a malformed template at create (§1.1). Our CRDs keep
+# templates opaque, so such a template was stored and then failed every reconcile: the MPIJob webhook
+# stands in for that schema. It denies what ``validate_for_apply`` finds except the §2.4 rules, which
+# stay in the controller as upstream's (accepted, then a MPIJobFailedValidation event on each pass).
+WEBHOOK_KINDS = ("PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob")
 
 
 def webhook_path(kind: str) -> str:
@@ -64,6 +69,8 @@ def build_admission_response(review: dict[str, Any], kind: str) -> dict[str, Any
         except InvalidJobError:
             old_job = None  # a stored object the models cannot read: validate the new one alone
     errors = validate_for_apply(obj, old_job)
+    if kind == "MPIJob" and errors:
+        errors = _without_controller_rules(obj, old_job, errors)
     if errors:
         response.update(_denied(build_aggregate_message(errors)))
         return _review(response)
@@ -74,6 +81,18 @@ def build_admission_response(review: dict[str, Any], kind: str) -> dict[str, Any
     if warnings:
         response["warnings"] = warnings
     return _review(response)
+
+
+def _without_controller_rules(
+    obj: dict[str, Any], old: TrainingJob | None, errors: list[FieldError]
+) -> list[FieldError]:
+    """``errors`` less MPIJob's in-controller rules (§2.4), which upstream never checks at admission."""
+    try:
+        job = parse_job(obj)
+    except InvalidJobError:
+        return errors  # wrong types: what upstream's CRD schema rejects too
+    controller = set(validate_mpi(job, old))
+    return [e for e in errors if e not in controller]
 
 
 def _denied(message: str) -> dict[str, Any]:
@@ -100,10 +119,12 @@ def _handler(kind: str) -> Handler:
             return Response(405, b"POST an AdmissionReview\n")
         try:
             review = json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's limit
             return Response(400, f"body is not JSON: {exc}\n".encode())
         if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
             return Response(400, b"expected an admission.k8s.io/v1 AdmissionReview\n")
+        if not isinstance(review.get("request"), dict):
+            return Response(400, b"the AdmissionReview has no request\n")
         out = build_admission_response(review, kind)
         if not out["response"]["allowed"]:
             log.info("webhook: denied %s: %s", kind, out["response"]["status"]["message"])
