@@ -5,7 +5,9 @@ It validates and stores jobs, starts each job's detached supervisor, reads live 
 store, and applies the recovery rule when a supervisor died: the job's leftover processes are
 killed, its unfinished pods are reported Failed (reason SupervisorLost, exit code 137, like a lost
 node) and a new supervisor takes over, so the core restarts or fails the job by its own rules.
-Reconcile decisions are never made here.
+Every namespace that enters here is checked (a DNS-1123 label) before any path is built, and the
+store is opened on first use, so a dry run (render) needs no state. Reconcile decisions are never
+made here.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from trainop.api.common import TrainingJob
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
+from trainop.api.names import validate_dns1123_label
 from trainop.backends.base import (
     BackendError,
     JobNotFoundError,
@@ -37,7 +40,15 @@ from trainop.backends.base import (
     is_finished,
 )
 from trainop.backends.local import procs
-from trainop.backends.local.paths import StatePaths, ensure_home, remove_job_files
+from trainop.backends.local.paths import (
+    StatePaths,
+    is_state_dir_fault,
+    open_log,
+    prepare_home,
+    remove_job_files,
+    resolve_home,
+    state_dir_error,
+)
 from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_pod, detect_pod_errors
 from trainop.backends.local.runner import rfc3339
@@ -106,7 +117,7 @@ Spawner = Callable[[StatePaths, str, Mapping[str, str], Path], None]
 def spawn_supervisor_process(paths: StatePaths, uid: str, env: Mapping[str, str], log_path: Path) -> None:
     """Start ``python -m trainop.controller.local_supervisor`` detached: its own session, and not our
     child (``sh -c '… &'`` exits at once), so it outlives this process and never lingers as our zombie."""
-    with open(log_path, "ab") as out:
+    with open_log(log_path) as out:
         subprocess.run(
             [
                 "/bin/sh",
@@ -144,15 +155,26 @@ class LocalBackend:
     ) -> None:
         self.env = dict(os.environ if env is None else env)
         self.spawner: Spawner = spawner or spawn_supervisor_process
-        if home is not None:
-            Path(home).mkdir(mode=0o700, parents=True, exist_ok=True)
-            self.paths = StatePaths(Path(home).absolute())
-        else:
-            self.paths = ensure_home(self.env)
-        self.store = Store(self.paths)
+        self.paths = StatePaths(Path(home).absolute() if home is not None else resolve_home(self.env))
+        self._store: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        """The state database, opened (and the home created, owner-only) on first use. Raises
+        StateDirError when the home cannot be used."""
+        if self._store is None:
+            prepare_home(self.paths.home)
+            self._store = Store(self.paths)
+        return self._store
+
+    @store.setter
+    def store(self, value: Store) -> None:
+        self._store = value
 
     def close(self) -> None:
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     # ------------------------------------------------------------------------------------------
     # submit / render
@@ -163,6 +185,9 @@ class LocalBackend:
 
         job = parse_job(dict(manifest))
         errors = validate_job(job)
+        if not errors:
+            # In depth: the namespace becomes a directory here, whatever the API validation checked.
+            errors = validate_dns1123_label(job.namespace, "metadata.namespace")
         if not errors:
             errors = self.detect_local_errors(job)
         if errors:
@@ -196,6 +221,7 @@ class LocalBackend:
     ) -> TrainingJob:
         """Validate, store and start a job; returns at once (the job runs under its own supervisor).
         ``base_dir``: where relative workingDirs resolve (the manifest's directory; default: cwd)."""
+        check_namespace(namespace)
         job = self.prepare(manifest)
         now = time.time()
         doc = copy.deepcopy(dict(manifest))
@@ -219,15 +245,32 @@ class LocalBackend:
             created_at=now,
             supervisor_since=now,
         )
-        self.store.insert_job(row)
-        self._spawn_supervisor(row)
+        # The supervisor's log is created first: a home that cannot take a file stores no job.
+        store = self.store  # (creates the home first)
+        log_path = self.paths.supervisor_log(row.namespace, row.name)
+        try:
+            open_log(log_path).close()
+        except OSError as exc:
+            raise self._fault(exc) from None
+        store.insert_job(row)
+        try:
+            self._spawn_supervisor(row)
+        except OSError as exc:
+            # Nothing runs it: a job left behind would wait for a supervisor that never comes.
+            self.store.delete_job(row.uid)
+            raise self._fault(exc) from None
         return parse_job(doc)
+
+    def _fault(self, exc: OSError) -> Exception:
+        """A fault of the home's disk as one StateDirError line; any other OSError as it is."""
+        return state_dir_error(self.paths.home, exc) if is_state_dir_fault(exc) else exc
 
     def render(
         self, manifest: Mapping[str, Any], backend: str = "local", namespace: str | None = None
     ) -> list[dict[str, Any]]:
         """A dry run: the objects (pods with their env, Services, ConfigMaps …) the core would create
         first for this job on ``backend`` ("local" or "kubernetes"). Raises InvalidJobError."""
+        check_namespace(namespace)
         doc = copy.deepcopy(dict(manifest))
         meta = doc.setdefault("metadata", {})
         meta["namespace"] = namespace or meta.get("namespace") or "default"
@@ -250,7 +293,7 @@ class LocalBackend:
 
     def _spawn_supervisor(self, row: JobRow) -> None:
         log_path = self.paths.supervisor_log(row.namespace, row.name)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        open_log(log_path).close()  # owner-only before any process writes to it
         # No SQLite connection may be open across a fork (SQLite's per-process lock bookkeeping would
         # be copied into the child while the locks themselves are not): close ours, reopen after.
         self.store.close()
@@ -263,6 +306,7 @@ class LocalBackend:
     # reading state
 
     def _row(self, name: str, namespace: str, kind: str | None = None) -> JobRow:
+        check_namespace(namespace)
         row = self.store.find_job(namespace, name)
         if row is None or (kind is not None and row.kind != kind):
             raise JobNotFoundError(name, namespace, kind)
@@ -273,6 +317,7 @@ class LocalBackend:
         return parse_job({**row.manifest, "status": row.status})
 
     def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]:
+        check_namespace(namespace)
         rows = [self.check_supervisor(r) for r in self.store.list_jobs(namespace, kind)]
         return [parse_job({**r.manifest, "status": r.status}) for r in rows]
 
@@ -511,6 +556,16 @@ class LocalBackend:
         known = sorted(set().union(*containers.values()))
         if container is not None and container not in known:
             raise ReplicaNotFoundError("container", container, row.name, known)
+
+
+def check_namespace(namespace: str | None) -> None:
+    """A namespace from ``-n`` or the SDK is a DNS-1123 label (as on Kubernetes), checked before it
+    becomes a directory under the home. Raises InvalidJobError (``metadata.namespace``)."""
+    if namespace is None:
+        return
+    errors = validate_dns1123_label(namespace, "metadata.namespace")
+    if errors:
+        raise InvalidJobError(errors)
 
 
 def _await_exit(pid: int | None, ticks: int | None, timeout: float = 5.0) -> None:

@@ -42,7 +42,8 @@ from trainop.api.constants import (
     LOOPBACK_IFNAME,
     RESOURCE_NVIDIA_GPU,
 )
-from trainop.api.errors import FieldError, not_supported, required
+from trainop.api.errors import FieldError, invalid, not_supported, required
+from trainop.api.names import validate_dns1123_label
 
 POD_IP = "127.0.0.1"
 DEFAULT_GRACE_SECONDS = 30.0  # pod.spec.terminationGracePeriodSeconds default
@@ -454,27 +455,63 @@ def build_configmap_files(
     for item in items:
         if not isinstance(item, dict) or item.get("key") not in data:
             continue
+        rel = str(item.get("path") or item["key"])
+        if detect_volume_path_errors(rel):
+            continue  # never written outside the volume (refused at submit, see detect_pod_errors)
         mode = item.get("mode")
-        out[str(item.get("path") or item["key"])] = (
+        out[rel] = (
             data[item["key"]],
             int(mode) if isinstance(mode, int) else mode0,
         )
     return out
 
 
+def detect_volume_path_errors(rel: str) -> list[str]:
+    """Why ``rel`` cannot name a file inside a volume (the API server's validateLocalDescendingPath
+    messages for configMap items' ``path``): empty when it can."""
+    errs = []
+    if rel.startswith("/"):
+        errs.append("must be a relative path")
+    if ".." in rel.split("/"):
+        errs.append("must not contain '..'")
+    if not rel or "\0" in rel:
+        errs.append("must be a non-empty path without NUL")
+    return errs
+
+
 # ---------------------------------------------------------------------------------------------------
 # The MPI rsh agent: stands in for `kubectl exec <pod> -- /bin/sh -c "<cmd>"` (kubexec.sh, §3.9).
 
 
-def build_rsh_agent(exec_dir: str) -> str:
+def build_rsh_agent(exec_dir: str, job: str | None = None) -> str:
     """The script OpenMPI calls as ``<agent> <job>-worker-<i> <cmd…>``: it runs the command with that
-    replica's environment and working directory, from the context file the runner writes for it."""
-    d = shlex.quote(exec_dir.rstrip("/"))
+    replica's environment and working directory, from the context file the runner writes for it.
+
+    Like upstream's RBAC (exec only into this job's workers, §3.9), it reaches only this job's
+    replicas (``<job>-worker-<n>``, ``<job>-launcher``) and only while their context exists; any other
+    name (another job's pod, ``../``) is refused before a path is built. ``job`` defaults to the
+    exec directory's parent's name (StatePaths.exec_dir: ``jobs/<ns>/<job>/exec``)."""
+    d = exec_dir.rstrip("/")
+    name = job if job is not None else d.rsplit("/", 2)[-2] if d.count("/") >= 1 else ""
+    q = shlex.quote
     return (
         "#!/bin/sh\n"
         "# trainop local backend: runs a command in a replica's context (replaces kubectl exec).\n"
         'pod="$1"; shift\n'
-        f'ctx={d}/"$pod".sh\n'
+        f"job={q(name)}\n"
+        "refuse() {\n"
+        '  echo "trainop rsh agent: refusing \\"$pod\\": $1" >&2\n'
+        "  exit 255\n"
+        "}\n"
+        'case "$pod" in\n'
+        '  "$job-launcher") ;;\n'
+        '  "$job-worker-"*)\n'
+        '    case "${pod#"$job-worker-"}" in\n'
+        '      ""|*[!0-9]*) refuse "not a replica of MPIJob $job (only its launcher and workers)" ;;\n'
+        "    esac ;;\n"
+        '  *) refuse "not a replica of MPIJob $job (only its launcher and workers)" ;;\n'
+        "esac\n"
+        f'ctx={q(d)}/"$pod".sh\n'
         'if [ ! -f "$ctx" ]; then\n'
         '  echo "trainop rsh agent: replica $pod of this job is not running on this machine" >&2\n'
         "  exit 255\n"
@@ -608,6 +645,8 @@ def detect_pod_errors(
                 continue
             cpath = f"{path}.template.spec.{key}[{i}]"
             injected = i >= tcount
+            if not injected:  # names its log file (logs/<ns>/<job>/<pod>/<container>.<n>.log)
+                errs.extend(validate_dns1123_label(c.get("name"), f"{cpath}.name"))
             if not c.get("command") and not (
                 injected and key == "initContainers" and c.get("name") in LOCAL_NOOP_HELPERS
             ):
@@ -633,7 +672,16 @@ def detect_pod_errors(
         if not isinstance(v, dict):
             continue
         kinds = [k for k in v if k != "name"]
+        vpath = f"{path}.template.spec.volumes[{i}]"
+        errs.extend(validate_dns1123_label(v.get("name"), f"{vpath}.name"))  # names its directory
         cm = v.get("configMap")
+        for j, item in enumerate((cm.get("items") if isinstance(cm, dict) else None) or []):
+            rel = item.get("path") if isinstance(item, dict) else None
+            if isinstance(rel, str):
+                errs.extend(
+                    invalid(f"{vpath}.configMap.items[{j}].path", rel, m)
+                    for m in detect_volume_path_errors(rel)
+                )
         if isinstance(cm, dict) and cm.get("name") not in known_cms and not cm.get("optional"):
             errs.append(
                 FieldError(

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainop.backends.local import procs
-from trainop.backends.local.paths import StatePaths
+from trainop.backends.local.paths import StatePaths, open_log
 from trainop.backends.local.render import (
     POD_IP,
     LocalContext,
@@ -148,9 +148,7 @@ class PodRunner:
         now = self.clock()
         pod.setdefault("metadata", {}).setdefault("creationTimestamp", rfc3339(now))
         self.pods[name] = PodRun(obj=pod, created_at=now)
-        shutil.rmtree(
-            self.paths.job_dir(self.job.namespace, self.job.name) / "pods" / name, ignore_errors=True
-        )
+        shutil.rmtree(self.paths.pod_dir(self.job.namespace, self.job.name, name), ignore_errors=True)
         self.changed = True
 
     def restore(self, pod: dict[str, Any]) -> None:
@@ -373,8 +371,8 @@ class PodRunner:
     def _write_configmap_volume(self, pod: PodRun, vol: dict[str, Any], cm: dict[str, Any]) -> None:
         target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, str(vol.get("name", "")))
         target.mkdir(parents=True, exist_ok=True)
-        exec_dir = self.paths.exec_context(self.job.namespace, self.job.name, "x").parent
-        files = build_configmap_files(cm, vol["configMap"], build_rsh_agent(str(exec_dir)))
+        exec_dir = self.paths.exec_dir(self.job.namespace, self.job.name)
+        files = build_configmap_files(cm, vol["configMap"], build_rsh_agent(str(exec_dir), self.job.name))
         for rel, (content, mode) in files.items():
             path = target / rel
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -408,12 +406,12 @@ class PodRunner:
         log_path = self.paths.container_log(
             self.job.namespace, self.job.name, pod.name, c.spec.container, c.attempt
         )
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         c.started_at = now
         if c.spec.noop is not None:
-            log_path.write_text(
-                f"[trainop] {c.spec.container}: not run on the local backend: {c.spec.noop}\n"
-            )
+            with open_log(log_path) as noop_log:  # owner-only, like every log
+                noop_log.write(
+                    f"[trainop] {c.spec.container}: not run on the local backend: {c.spec.noop}\n".encode()
+                )
             self.store.add_process(self._row(pod, c, None, None, now, str(log_path), finished=0))
             c.terminated = {
                 "exitCode": 0,
@@ -423,7 +421,7 @@ class PodRunner:
                 "finishedAt": rfc3339(now),
             }
             return
-        with open(log_path, "ab", buffering=0) as log:
+        with open_log(log_path) as log:
             try:
                 proc = subprocess.Popen(
                     list(c.spec.argv),
@@ -520,8 +518,7 @@ class PodRunner:
 
     def _finalize(self, pod: PodRun) -> None:
         self.store.release_gpus(self.job.uid, pod.name)
-        jobdir = self.paths.job_dir(self.job.namespace, self.job.name)
-        shutil.rmtree(jobdir / "pods" / pod.name, ignore_errors=True)
+        shutil.rmtree(self.paths.pod_dir(self.job.namespace, self.job.name, pod.name), ignore_errors=True)
         with contextlib.suppress(OSError):
             self.paths.exec_context(self.job.namespace, self.job.name, pod.name).unlink()
         del self.pods[pod.name]

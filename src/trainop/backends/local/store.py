@@ -3,7 +3,9 @@
 Holds jobs (manifest, status, supervisor identity), their pods as Kubernetes JSON, other owned
 objects (Services, ConfigMaps …), events, the replica processes and their log files, and the port
 and GPU registries that keep concurrent jobs apart. Every write is a short transaction, so another
-process sees live state and a crash loses nothing committed. I/O adapter: it decides nothing.
+process sees live state and a crash loses nothing committed. A fault of the disk under the home
+(full, read-only, no permission) is raised as one StateDirError line; the failed transaction is
+rolled back. I/O adapter: it decides nothing.
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from trainop.backends.base import JobAlreadyExistsError
-from trainop.backends.local.paths import StatePaths
+from trainop.backends.local.paths import (
+    FILE_MODE,
+    StateDirError,
+    StatePaths,
+    is_state_dir_fault,
+    state_dir_error,
+)
 
 SCHEMA_VERSION = 1
 
@@ -179,18 +188,71 @@ def _job_from_row(r: Sequence[Any]) -> JobRow:
     )
 
 
+class _Connection(sqlite3.Connection):
+    """A connection whose statements report a fault of the disk under the home as StateDirError
+    (one line: what is wrong and what to do) instead of a raw sqlite3.OperationalError."""
+
+    home: Path = Path()
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            if is_state_dir_fault(exc):
+                raise state_dir_error(self.home, exc) from None
+            raise
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.Error as exc:
+            if is_state_dir_fault(exc):
+                raise state_dir_error(self.home, exc) from None
+            raise
+
+
+def _create_private(db: Path) -> None:
+    """Create ``db`` owner-only before SQLite opens it (its -wal and -shm files take the same mode),
+    and make an existing one owner-only. An existing database on a read-only disk stays readable."""
+    try:
+        fd = os.open(db, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+    except FileExistsError:
+        st = db.stat()
+        if st.st_mode & 0o777 != FILE_MODE and st.st_uid == os.geteuid():
+            with contextlib.suppress(OSError):  # read-only disk: it is read as it is
+                os.chmod(db, FILE_MODE)
+        return
+    os.close(fd)
+
+
 class Store:
-    """One connection to the state database; cheap to open, safe to use from several processes."""
+    """One connection to the state database; cheap to open, safe to use from several processes.
+    Raises StateDirError when the home's disk cannot hold it (full, read-only, no permission)."""
 
     def __init__(self, paths: StatePaths) -> None:
         self.paths = paths
-        fresh = not paths.db.exists()
-        # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so a writer waits for the lock
-        # up front (busy_timeout) instead of failing half-way through a read-then-write.
-        self.conn = sqlite3.connect(paths.db, timeout=30.0, isolation_level=None, check_same_thread=False)
-        if fresh:
-            with contextlib.suppress(OSError):
-                os.chmod(paths.db, 0o600)
+        db = paths.db
+        try:
+            _create_private(db)
+            # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so a writer waits for the lock
+            # up front (busy_timeout) instead of failing half-way through a read-then-write.
+            conn = sqlite3.connect(
+                db, timeout=30.0, isolation_level=None, check_same_thread=False, factory=_Connection
+            )
+        except (OSError, sqlite3.Error) as exc:
+            if not is_state_dir_fault(exc):
+                raise
+            raise state_dir_error(paths.home, exc) from None
+        assert isinstance(conn, _Connection)
+        conn.home = paths.home
+        self.conn: _Connection = conn
+        try:
+            self._init_schema()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _init_schema(self) -> None:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
@@ -208,14 +270,19 @@ class Store:
 
     @contextlib.contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that takes the database lock at once (BEGIN IMMEDIATE)."""
+        """A write transaction that takes the database lock at once (BEGIN IMMEDIATE). On any error,
+        the COMMIT's included, it is rolled back and the first error is raised."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
+            self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite may already have rolled back (a full disk, an I/O error); then ROLLBACK fails
+            # harmlessly, and must not hide the error that says why.
+            if self.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error, StateDirError):
+                    self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
 
     # ---- jobs ----
     def insert_job(self, row: JobRow) -> None:
