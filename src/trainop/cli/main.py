@@ -145,11 +145,14 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     from trainop.api.errors import InvalidJobError
     from trainop.backends.base import JobAlreadyExistsError, JobNotFoundError, WaitTimeoutError
     from trainop.backends.local.api import ReplicaNotFoundError
+    from trainop.backends.local.paths import StateDirError, UnsafePathError
 
     try:
         return fn(*args, **kwargs)
     except InvalidJobError as exc:
         _invalid(exc)
+    except (StateDirError, UnsafePathError) as exc:  # a bad TRAINOP_HOME (or its disk): one line, exit 2
+        _fail(str(exc), EXIT_INVALID)
     except JobNotFoundError as exc:
         _fail(str(exc) + _found_elsewhere(exc.name, exc.namespace, exc.kind), EXIT_NOT_FOUND)
     except (JobAlreadyExistsError, ReplicaNotFoundError) as exc:
@@ -439,7 +442,7 @@ def get(
     if name is not None:
         jobs = [_call(backend.get, name, namespace, kind)]
     else:
-        jobs = backend.list_jobs(None if all_namespaces else namespace, kind)
+        jobs = _call(backend.list_jobs, None if all_namespaces else namespace, kind)
     if output:
         objs = [j.to_dict() for j in jobs]
         _dump(objs[0] if name is not None else {"apiVersion": "v1", "kind": "List", "items": objs}, output)
