@@ -347,6 +347,7 @@ export TRAINOP_HOME="$MNT.ro/home"
 step submit $TRAINOP submit {job_yaml}
 step delete $TRAINOP delete s
 step render $TRAINOP render {job_yaml}
+step get $TRAINOP get s
 export TRAINOP_HOME="$MNT.ro/new-home"                  # and a home that cannot even be created
 step create $TRAINOP get
 export TRAINOP_HOME="$MNT/home"
@@ -360,6 +361,7 @@ step cleanup $TRAINOP delete s
         assert "Traceback" not in err and len(err.splitlines()) == 1, (name, err)
         assert rc == EXIT_INVALID and "read-only" in err, (name, err)
     assert got["render"] == (0, "")
+    assert got["get"] == (0, ""), got  # what is stored stays readable
 
 
 def test_a_home_we_may_not_write_is_one_clear_line(tmp_path: Path) -> None:
