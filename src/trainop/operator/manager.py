@@ -29,6 +29,7 @@ from trainop.controller.workqueue import WorkQueue
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.base import FrameworkPlugin
 from trainop.operator import certs
+from trainop.operator.explain import reconcile_or_explain
 from trainop.operator.flags import OperatorConfig
 from trainop.operator.http import HTTPServer, Response, parse_bind_address
 from trainop.operator.metrics import OperatorMetrics
@@ -76,7 +77,10 @@ class Operator:
         self.queue: WorkQueue[JobKey] = WorkQueue(metrics=self.metrics)
         plugins = build_plugins(cfg)
         self.reconciler = JobReconciler(
-            self.backend, plugins.__getitem__, ServiceTopology(cfg.cluster_domain)
+            self.backend,
+            plugins.__getitem__,
+            ServiceTopology(cfg.cluster_domain),
+            reconcile_fn=reconcile_or_explain,  # type: ignore[arg-type]  # takes the TrainingJob it is given
         )
         self.controller = Controller(
             self.queue, self.reconciler, workers=cfg.controller_threads, metrics=self.metrics
