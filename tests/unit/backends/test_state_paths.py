@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from trainop.api.errors import FieldError
 from trainop.backends.local.paths import (
     StateDirError,
     StatePaths,
@@ -19,7 +20,7 @@ from trainop.backends.local.paths import (
     open_log,
     remove_job_files,
 )
-from trainop.backends.local.render import build_configmap_files, build_rsh_agent
+from trainop.backends.local.render import build_configmap_files, build_rsh_agent, detect_pod_errors
 
 Build = Callable[[StatePaths], Path]
 
@@ -187,6 +188,80 @@ def test_configmap_items_cannot_write_outside_the_volume(path: str) -> None:
     cm = {"data": {"hostfile": "w-0 slots=1\n"}}
     source = {"name": "cfg", "items": [{"key": "hostfile", "path": path}, {"key": "hostfile", "path": "ok"}]}
     assert build_configmap_files(cm, source, "AGENT") == {"ok": (b"w-0 slots=1\n", 0o644)}
+
+
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+T = "spec.x[W].template.spec"
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        pytest.param(
+            {"containers": [{"name": "../../../../escape-c", "command": ["x"]}]},
+            [FieldError(f"{T}.containers[0].name", f'Invalid value: "../../../../escape-c": {LABEL_MSG}')],
+            id="container name",
+        ),
+        pytest.param(
+            {
+                "initContainers": [{"name": "a/b", "command": ["x"]}],
+                "containers": [{"name": "c", "command": ["x"]}],
+            },
+            [FieldError(f"{T}.initContainers[0].name", f'Invalid value: "a/b": {LABEL_MSG}')],
+            id="init container name",
+        ),
+        pytest.param(
+            {
+                "containers": [{"name": "c", "command": ["x"]}],
+                "volumes": [{"name": "../../../x", "emptyDir": {}}],
+            },
+            [FieldError(f"{T}.volumes[0].name", f'Invalid value: "../../../x": {LABEL_MSG}')],
+            id="volume name",
+        ),
+        pytest.param(
+            {
+                "containers": [
+                    {"name": "c", "command": ["x"], "volumeMounts": [{"name": "v", "subPath": "../up"}]}
+                ],
+                "volumes": [{"name": "v", "emptyDir": {}}],
+            },
+            [
+                FieldError(
+                    f"{T}.containers[0].volumeMounts[0].subPath",
+                    "Invalid value: \"../up\": must not contain '..'",
+                )
+            ],
+            id="subPath above the volume",
+        ),
+        pytest.param(
+            {
+                "containers": [{"name": "c", "command": ["x"]}],
+                "volumes": [
+                    {
+                        "name": "v",
+                        "configMap": {"name": "j-config", "items": [{"key": "k", "path": "/etc/x"}]},
+                    }
+                ],
+            },
+            [
+                FieldError(
+                    f"{T}.volumes[0].configMap.items[0].path",
+                    'Invalid value: "/etc/x": must be a relative path',
+                )
+            ],
+            id="configMap item path",
+        ),
+    ],
+)
+def test_names_that_become_paths_are_checked_at_submit(
+    spec: dict[str, object], want: list[FieldError]
+) -> None:
+    pod = {"metadata": {"name": "j-w-0"}, "spec": spec}
+    assert detect_pod_errors(pod, {"spec": spec}, "spec.x[W]", configmaps=["j-config"]) == want
 
 
 def _agent_tree(tmp_path: Path) -> tuple[Path, Path]:

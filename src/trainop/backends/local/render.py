@@ -647,6 +647,13 @@ def detect_pod_errors(
             injected = i >= tcount
             if not injected:  # names its log file (logs/<ns>/<job>/<pod>/<container>.<n>.log)
                 errs.extend(validate_dns1123_label(c.get("name"), f"{cpath}.name"))
+                for j, m in enumerate(c.get("volumeMounts") or []):
+                    sub = m.get("subPath") if isinstance(m, dict) else None
+                    if isinstance(sub, str) and sub:  # a directory inside the volume, never above it
+                        errs.extend(
+                            invalid(f"{cpath}.volumeMounts[{j}].subPath", sub, msg)
+                            for msg in detect_volume_path_errors(sub)
+                        )
             if not c.get("command") and not (
                 injected and key == "initContainers" and c.get("name") in LOCAL_NOOP_HELPERS
             ):
