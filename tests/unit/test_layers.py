@@ -182,3 +182,24 @@ def test_the_checker_sees_what_it_must(
     """The checks above can fail: the walker finds these imports and clock reads."""
     got = [i.module for i in imports_in(source, "trainop.core.probe")]
     assert (got, clock_reads(source)) == (want_imports, want_clock)
+
+
+ARCHITECTURE = SRC.parent / "ARCHITECTURE.md"
+
+
+def test_architecture_md_states_the_enforced_layers() -> None:
+    """The map's layer order is the one these tests enforce (its marker line is machine-read)."""
+    text = ARCHITECTURE.read_text()
+    marker = next(line for line in text.splitlines() if line.startswith("<!-- layers:"))
+    stated = tuple(
+        part.strip() for part in marker.removeprefix("<!-- layers:").removesuffix("-->").split(">")
+    )
+    assert stated == LAYERS
+
+
+def test_architecture_md_names_every_package() -> None:
+    """Every package under src/trainop has a row in the map's table of rooms."""
+    text = ARCHITECTURE.read_text()
+    packages = sorted({module_name(p).split(".")[1] for p in PACKAGE.glob("*/__init__.py")})
+    missing = [p for p in packages if f"| `{p}` |" not in text]
+    assert len(packages) >= 9 and missing == [], f"ARCHITECTURE.md has no row for: {missing}"
