@@ -28,6 +28,7 @@ CA_NAME = "training-operator-ca"
 CA_ORGANIZATION = "training-operator"
 CA_VALIDITY = timedelta(days=3650)
 CERT_VALIDITY = timedelta(days=365)
+CN_MAX = 64  # RFC 5280 ub-common-name
 # Rotate this long before expiry (cert-controller's lookahead), so no request ever meets an expired cert.
 LOOKAHEAD = timedelta(days=90)
 
@@ -58,6 +59,13 @@ class CertBundle:
         return cls(*parts)
 
 
+def build_common_name(host: str) -> str:
+    """``host``, or its first label when it is over X.509's 64-character CN limit (RFC 5280): a long
+    namespace makes ``<service>.<namespace>.svc`` up to 85 characters. Clients match the subjectAltNames
+    (Go has ignored the CN since 1.15), so the CN is only a label for people."""
+    return host if len(host) <= CN_MAX else host.split(".", 1)[0][:CN_MAX]
+
+
 def build_bundle(hosts: list[str], now: datetime) -> CertBundle:
     """A fresh CA and a serving certificate for ``hosts`` (DNS names or IP addresses)."""
     not_before = now - timedelta(hours=1)  # tolerate a little clock skew between replicas and the apiserver
@@ -68,7 +76,7 @@ def build_bundle(hosts: list[str], now: datetime) -> CertBundle:
         ca=ca,
         ca_key=ca_key,
         key=key,
-        subject=build_name(hosts[0], [CA_ORGANIZATION]),
+        subject=build_name(build_common_name(hosts[0]), [CA_ORGANIZATION]),
         not_before=not_before,
         not_after=now + CERT_VALIDITY,
         hosts=hosts,

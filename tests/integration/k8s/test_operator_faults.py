@@ -6,13 +6,15 @@ The module's operator runs without the webhook, as a cluster where it was bypass
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from k8s_harness import Cluster, OperatorProcess
+import yaml
+from k8s_harness import Cluster, OperatorProcess, StartOperator
 
 from trainop.testing.builders import JobBuilder, mpi_job, pytorch_job
-from trainop.testing.testenv import wait_for
+from trainop.testing.testenv import free_port, wait_for
 
 
 def set_container(**fields: Any) -> Any:
@@ -57,7 +59,9 @@ def test_an_mpijob_template_the_operator_cannot_render_gets_a_warning(
 
 # Strict: passes (and so fails here) once the check lands; then drop this marker.
 @pytest.mark.xfail(strict=True, reason="issue 10 part D: core/v1 pod-template schema check not in api yet")
-def test_the_warning_names_the_field_that_validation_finds(operator: OperatorProcess, cluster: Cluster) -> None:
+def test_the_warning_names_the_field_that_validation_finds(
+    operator: OperatorProcess, cluster: Cluster
+) -> None:
     cluster.create(
         mpi_job("f4").launcher(1).workers(1).template(set_container(env="notalist"), "Launcher").build_dict()
     )
@@ -92,3 +96,56 @@ def test_a_pod_the_api_server_rejects_gets_a_warning_naming_the_field(
     ev = warning(cluster, name, ("FailedCreatePod",))
     assert ev["message"].startswith("Error creating: "), ev["message"]
     assert field in ev["message"], ev["message"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("trainop operator starting", id="while checking the CRDs"),
+        pytest.param("caches synced", id="while starting the workers"),
+        pytest.param("webhook: serving on", id="just after the webhook server started"),
+    ],
+)
+def test_sigterm_at_startup_exits_0_without_a_traceback(
+    start_operator: StartOperator, cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest, line: str
+) -> None:
+    flags = ["--enable-webhook=false"]
+    if "webhook" in line:
+        flags = [
+            "--webhook-host=127.0.0.1",
+            f"--webhook-server-port={free_port()}",
+            f"--cert-dir={tmp_path / 'certs'}",
+            f"--webhook-configuration-name={cluster.namespace}",
+        ]
+        # An empty configuration of its own: the operator serves once the (no-op) caBundle injection is done.
+        cluster.env.apply_yaml(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "admissionregistration.k8s.io/v1",
+                    "kind": "ValidatingWebhookConfiguration",
+                    "metadata": {"name": cluster.namespace},
+                    "webhooks": [],
+                }
+            )
+        )
+        request.addfinalizer(
+            lambda: cluster.env.kubectl(
+                "delete",
+                "validatingwebhookconfiguration",
+                cluster.namespace,
+                "--ignore-not-found",
+                check=False,
+            )
+        )
+    # The certificate Secret goes to the operator's namespace: the test's own.
+    op = start_operator(*flags, wait=False, extra_env={"MY_POD_NAMESPACE": cluster.namespace})
+
+    def reached() -> bool | None:
+        op.check_alive()
+        return line in op.log_path.read_text(errors="replace") or None
+
+    wait_for(reached, 60, f"operator log line {line!r}")
+    rc = op.stop()
+    log = op.log_path.read_text(errors="replace")
+    assert rc == 0, log
+    assert "Traceback" not in log, log

@@ -112,3 +112,14 @@ def test_ca_bundle_injected_into_every_webhook(bundle: CertBundle) -> None:
     }
     assert got == want
     assert got is not None and build_injected_webhooks(got, bundle.ca_cert) is None  # nothing left to change
+
+
+def test_a_service_name_over_64_characters_still_gets_a_certificate() -> None:
+    # A 63-character namespace makes "<service>.<namespace>.svc" 85 characters; X.509 caps a CN at 64
+    # (RFC 5280 ub-common-name), so the certificate could never be issued and the webhook never served.
+    host = f"training-operator.{'n' * 63}.svc"
+    got = build_bundle([host], NOW)
+    assert detect_rotation_reason(got, [host], NOW) is None
+    cert = x509.load_pem_x509_certificate(got.cert)
+    cn = cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)[0].value
+    assert cn == "training-operator"
