@@ -6,6 +6,8 @@ job's replica processes (a child subreaper, so nothing escapes it), wakes on SIG
 (a shell changed the job) and on timers (restart back-off, kill deadlines, the core's requeue),
 and leaves once the job has finished, no process is left and no TTL is pending. It decides nothing
 itself: conditions, restarts, back-off limits, deadlines, cleanup, TTL and suspend come from the core.
+It cannot leave a job behind: an error anywhere is retried, and once errors have lasted too long it
+stops the replicas and writes the job Failed naming the error (see ``Supervisor.run``).
 """
 
 from __future__ import annotations
@@ -28,8 +30,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trainop.api.common import TrainingJob
-from trainop.api.constants import ENV_TRAINOP_RESTART_BACKOFF_MAX
+from trainop.api.common import JobStatus, TrainingJob
+from trainop.api.constants import (
+    COND_FAILED,
+    ENV_TRAINOP_JOB_UID,
+    ENV_TRAINOP_RESTART_BACKOFF_MAX,
+    ENV_TRAINOP_SUPERVISOR_GIVE_UP,
+)
 from trainop.api.defaults import apply_defaults
 from trainop.api.load import parse_job
 from trainop.backends.local import procs
@@ -42,18 +49,23 @@ from trainop.backends.local.store import JobRow, Store
 from trainop.core.observed import Observed
 from trainop.core.plan import CreateObject, DeleteJob, DeleteObject, Plan, UpdateObject, outcome_event
 from trainop.core.reconcile import reconcile
-from trainop.core.status import detect_finished
+from trainop.core.status import build_condition, detect_finished, set_condition
 from trainop.core.topology import LoopbackTopology
 from trainop.frameworks.registry import REGISTRY
 
-RETRY_SECONDS = 5.0  # after an unexpected error in a pass
+RETRY_FIRST = 0.5  # after an unexpected error, the first retry; doubling to RETRY_SECONDS
+RETRY_SECONDS = 5.0
+DEFAULT_GIVE_UP = 60.0  # seconds of errors without one good step, then the job is failed
+REASON_SUPERVISOR_FAILED = "SupervisorFailed"
 POLL_SECONDS = 1.0  # fallback re-read of the job row; shells also send SIGUSR1 on every change
 _WAKE_SIGNALS = (signal.SIGCHLD, signal.SIGUSR1)
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def log(msg: str) -> None:
-    print(f"{datetime.now(UTC).strftime('%H:%M:%S.%f')[:-3]} {msg}", file=sys.stderr, flush=True)
+    # The log is on the same disk as the state: when that is full, losing a line must not add an error.
+    with contextlib.suppress(OSError, ValueError):
+        print(f"{datetime.now(UTC).strftime('%H:%M:%S.%f')[:-3]} {msg}", file=sys.stderr, flush=True)
 
 
 def allocate_port(store: Store, uid: str, rtype: str, index: int) -> int:
@@ -104,6 +116,18 @@ class Supervisor:
         self.sent_keys: set[str] = set()
         self.requeue_at: float | None = None
         self.last_generation = -1
+        self._runner: PodRunner | None = None  # set up by the first step
+        self.give_up_after = DEFAULT_GIVE_UP
+        # Errors: since when steps fail (None: the last one succeeded), and when to try again.
+        self.failing_since: float | None = None
+        self.retry_at: float | None = None
+        self.retry_delay = RETRY_FIRST
+
+    @property
+    def runner(self) -> PodRunner:
+        if self._runner is None:
+            raise RuntimeError("the supervisor has not set up its runner yet")
+        return self._runner
 
     # ---- signals: handlers only set flags; the wakeup fd makes select() return ----
     def _install_signals(self) -> int:
@@ -121,6 +145,18 @@ class Supervisor:
         self.stop_signal = signum
 
     def run(self) -> int:
+        """Supervise the job until its work is over. Every way out leaves the job in a state the rest
+        of trainop acts on:
+
+        - done (finished, or deleted): the supervisor is recorded ``exited``;
+        - stopped by a signal: the replicas are stopped and the supervisor stays recorded ``running``,
+          so the next command finds it dead and the recovery rule takes over;
+        - an error in any step (a store write, a log that cannot be opened, a bug) is retried with
+          back-off while the replicas stay supervised; once errors have lasted ``give_up_after``
+          seconds without one good step, the replicas are killed and the job is written Failed
+          (reason SupervisorFailed, the error in the message), or removed if its deletion was asked
+          for; if the store refuses even that, the job is left to the recovery rule as above.
+        """
         row = self.store.get_job(self.uid)
         if row is None:
             return 0
@@ -132,11 +168,29 @@ class Supervisor:
             return 0
         procs.set_child_subreaper()
         wake_fd = self._install_signals()
+        self.give_up_after = give_up_seconds(row.host_env)
+        log(f"supervising {row.kind} {row.namespace}/{row.name} (pid {pid})")
+        try:
+            done = self._loop(wake_fd)
+        except Exception as exc:
+            done = self._give_up(exc)
+        if not done:
+            return 1
+        try:
+            self.store.release_supervisor(self.uid, pid)
+        except Exception:  # then it is found dead, and recovered, like any other
+            log("could not record the supervisor's exit:\n" + traceback.format_exc())
+            return 1
+        return 0
+
+    def _setup(self) -> PodRunner:
+        row = self.store.get_job(self.uid)
+        if row is None:
+            raise LookupError(f"job {self.uid} is gone")
         job = read_job(row)
         self.plugin = REGISTRY.get(row.kind)
-        spec = job.spec
-        main_container = getattr(spec, "main_container", None)
-        self.runner = PodRunner(
+        main_container = getattr(job.spec, "main_container", None)
+        runner = PodRunner(
             self.store,
             self.paths,
             JobIdentity(row.uid, row.namespace, row.name),
@@ -147,55 +201,138 @@ class Supervisor:
             main_container=main_container if isinstance(main_container, str) else None,
         )
         for pod in self.store.list_pods(self.uid):
-            self.runner.restore(pod)
-        log(f"supervising {row.kind} {row.namespace}/{row.name} (pid {pid})")
-        try:
-            return self._loop(wake_fd)
-        finally:
-            self.store.release_supervisor(self.uid, pid)
+            runner.restore(pod)
+        return runner
 
-    def _loop(self, wake_fd: int) -> int:
+    def _loop(self, wake_fd: int) -> bool:
+        """Steps until the job's work is over (True) or a stop signal left it to recovery (False).
+        Raises the error that outlasted ``give_up_after``."""
         while True:
-            self.runner.reap()
             now = time.time()
-            if self.stop_signal is not None:
-                # Someone stopped the supervisor itself: stop the replicas with it. The next trainop
-                # command sees the job unfinished without a supervisor and recovers it.
-                self.runner.delete_all()
-                self.runner.tick()
-                self._write_pods()
-                if not self.runner.has_live_processes():
-                    msg = (
-                        f"the supervisor (pid {os.getpid()}) was stopped by signal {self.stop_signal} and "
-                        "stopped the job's replicas; the next trainop command starts a new supervisor"
-                    )
-                    self.store.add_events(self.uid, [("Warning", "SupervisorStopped", msg)], time.time())
-                    log(msg)
-                    return 0
-            else:
-                gen = self.store.job_generation(self.uid)
-                if gen is None:
-                    # The row vanished (a forced delete): nothing to report to, kill what is left.
-                    self.runner.delete_all(0)
-                    self.runner.tick()
-                    if not self.runner.has_live_processes():
-                        return 0
-                elif gen[1] is not None:
-                    if self._delete_job():
-                        return 0
+            if self.retry_at is None or now >= self.retry_at or self.stop_signal is not None:
+                try:
+                    outcome = self._step(now)
+                except Exception as exc:
+                    self._step_failed(exc, now)
                 else:
-                    self.runner.tick()
-                    due = self.requeue_at is not None and now >= self.requeue_at
-                    if self.runner.changed or gen[0] != self.last_generation or due:
-                        self.last_generation = gen[0]
-                        if self._safe_pass(now):
-                            return 0
+                    self.failing_since = self.retry_at = None
+                    self.retry_delay = RETRY_FIRST
+                    if outcome is not None:
+                        return outcome
             self._wait(wake_fd, now)
 
+    def _step(self, now: float) -> bool | None:
+        """Reap, then act on what changed; True/False ends the loop (see ``_loop``)."""
+        if self._runner is None:
+            self._runner = self._setup()
+        runner = self._runner
+        runner.reap()
+        if self.stop_signal is not None:
+            # Someone stopped the supervisor itself: stop the replicas with it. The next trainop
+            # command sees the job unfinished without a supervisor and recovers it.
+            runner.delete_all()
+            runner.tick()
+            self._write_pods()
+            if runner.has_live_processes():
+                return None
+            msg = (
+                f"the supervisor (pid {os.getpid()}) was stopped by signal {self.stop_signal} and "
+                "stopped the job's replicas; the next trainop command starts a new supervisor"
+            )
+            self.store.add_events(self.uid, [("Warning", "SupervisorStopped", msg)], time.time())
+            log(msg)
+            return False
+        gen = self.store.job_generation(self.uid)
+        if gen is None:
+            # The row vanished (a forced delete): nothing to report to, kill what is left.
+            runner.delete_all(0)
+            runner.tick()
+            return None if runner.has_live_processes() else True
+        if gen[1] is not None:
+            return True if self._delete_job() else None
+        runner.tick()
+        due = self.requeue_at is not None and now >= self.requeue_at
+        if runner.changed or gen[0] != self.last_generation or due or self.failing_since is not None:
+            self.last_generation = gen[0]
+            if self._pass():
+                return True
+        return None
+
+    def _step_failed(self, exc: Exception, now: float) -> None:
+        """Log the error, report it once on the job (a Warning event, counted when it repeats), and
+        try again after a back-off; raise it once errors have lasted ``give_up_after``."""
+        if self.failing_since is None:
+            self.failing_since = now
+        if now - self.failing_since >= self.give_up_after:
+            raise exc
+        log(f"a step failed (retrying in {self.retry_delay:g}s):\n" + traceback.format_exc())
+        if self._runner is not None:
+            self._runner.changed = False
+        self.retry_at = now + self.retry_delay
+        self.retry_delay = min(self.retry_delay * 2, RETRY_SECONDS)
+        with contextlib.suppress(Exception):
+            message = (
+                f"the local supervisor could not reconcile the job (retrying): {type(exc).__name__}: {exc}"
+            )
+            self.store.add_events(self.uid, [("Warning", "ReconcileError", message)], now)
+
+    def _give_up(self, exc: Exception) -> bool:
+        """Errors outlasted ``give_up_after`` (see ``run``). True when the job's end is written."""
+        error = f"{type(exc).__name__}: {exc}"
+        log(f"giving up on the job: {error}\n" + "".join(traceback.format_exception(exc)))
+        with contextlib.suppress(Exception):
+            if self._runner is not None:
+                self._runner.abandon()
+            else:
+                procs.kill_marked(ENV_TRAINOP_JOB_UID, self.uid)
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                self._runner.flush()
+            with contextlib.suppress(Exception):
+                self._write_pods()
+        try:
+            row = self.store.get_job(self.uid)
+            if row is None:
+                return True
+            if row.deletion_requested_at is not None:
+                remove_job_files(self.paths, row.namespace, row.name)
+                self.store.delete_job(self.uid)
+                return True
+            self._write_failed(row, error)
+        except Exception:
+            log(
+                "could not record the job's failure; the next trainop command recovers it:\n"
+                + traceback.format_exc()
+            )
+            return False
+        return True
+
+    def _write_failed(self, row: JobRow, error: str) -> None:
+        """The job Failed, with the supervisor's error as the condition's message (and an event)."""
+        job = read_job(row)
+        status = job.status.model_copy(deep=True) if job.status is not None else JobStatus()
+        now = datetime.now(UTC)
+        message = (
+            f"{row.kind} {row.name} is failed because its local supervisor gave up after "
+            f"{self.give_up_after:g}s of errors and stopped its replicas: {error}"
+        )
+        set_condition(status, build_condition(COND_FAILED, "True", REASON_SUPERVISOR_FAILED, message, now))
+        if status.completion_time is None:
+            status.completion_time = now
+        self.store.write_status(self.uid, status.to_dict())
+        with contextlib.suppress(Exception):
+            self.store.add_events(self.uid, [("Warning", REASON_SUPERVISOR_FAILED, message)], time.time())
+        log(message)
+
     def _wait(self, wake_fd: int, now: float) -> None:
-        deadlines = [t for t in (self.runner.next_wakeup(), self.requeue_at) if t is not None]
+        runner = self._runner
+        deadlines = [
+            t
+            for t in (runner.next_wakeup() if runner else None, self.requeue_at, self.retry_at)
+            if t is not None
+        ]
         timeout = min([POLL_SECONDS, *(max(0.0, t - now) for t in deadlines)])
-        if self.runner.changed:
+        if runner is not None and runner.changed and self.retry_at is None:
             timeout = 0.0
         with contextlib.suppress(InterruptedError):
             select.select([wake_fd], [], [], timeout)
@@ -204,20 +341,6 @@ class Supervisor:
                 pass
 
     # ---- one reconcile pass ----
-    def _safe_pass(self, now: float) -> bool:
-        """A pass that cannot kill the supervisor: an unexpected error is logged, reported once as a
-        Warning event on the job, and the pass is retried a few seconds later (like a requeue)."""
-        try:
-            return self._pass()
-        except Exception as exc:  # the replicas must stay supervised whatever went wrong
-            log("reconcile failed:\n" + traceback.format_exc())
-            self.runner.changed = False
-            self.requeue_at = now + RETRY_SECONDS
-            with contextlib.suppress(Exception):
-                message = f"the local supervisor could not reconcile the job (retrying): {type(exc).__name__}: {exc}"
-                self.store.add_events(self.uid, [("Warning", "ReconcileError", message)], now)
-            return False
-
     def _pass(self) -> bool:
         """Observe, reconcile, apply. True when the supervisor's work is over."""
         row = self.store.get_job(self.uid)
@@ -347,6 +470,14 @@ def backoff_cap(env: dict[str, str]) -> float:
         return max(1.0, float(env.get(ENV_TRAINOP_RESTART_BACKOFF_MAX, DEFAULT_BACKOFF_MAX)))
     except ValueError:
         return DEFAULT_BACKOFF_MAX
+
+
+def give_up_seconds(env: dict[str, str]) -> float:
+    """How long errors may last before the supervisor fails the job (TRAINOP_SUPERVISOR_GIVE_UP)."""
+    try:
+        return max(0.0, float(env.get(ENV_TRAINOP_SUPERVISOR_GIVE_UP, DEFAULT_GIVE_UP)))
+    except ValueError:
+        return DEFAULT_GIVE_UP
 
 
 def spawn_forked(paths: StatePaths, uid: str, env: Mapping[str, str], log_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""The recovery rule: when a supervisor is killed with SIGKILL, the next trainop command kills what it
-left running and reports those pods Failed (exit 137, reason SupervisorLost), then a new supervisor
-takes over and the core decides: OnFailure restarts the replicas, Never fails the job."""
+"""The recovery rule: when a supervisor is killed with SIGKILL, its replicas' main processes die with it;
+the next trainop command kills whatever else it left running and reports those pods Failed (exit 137,
+reason SupervisorLost), then a new supervisor takes over and the core decides: OnFailure restarts the
+replicas, Never fails the job."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def kill_supervisor(backend: LocalBackend, name: str) -> tuple[int, list[int]]:
     assert row is not None and row.supervisor_pid is not None
     os.kill(row.supervisor_pid, signal.SIGKILL)
     wait_for(lambda: not procs.is_alive(row.supervisor_pid, row.supervisor_ticks), "the supervisor to die")
-    assert live_pids(pids) == pids, "the replicas outlive a killed supervisor until someone notices"
+    # The replicas' main processes die with it (PR_SET_PDEATHSIG); what they forked is left to the
+    # next command, which also reports the pods.
+    wait_for(lambda: not live_pids(pids), "the replicas to die with their supervisor")
     return row.supervisor_pid, pids
 
 

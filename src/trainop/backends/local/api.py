@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from trainop.api.common import TrainingJob
+from trainop.api.constants import ENV_TRAINOP_JOB_UID
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
@@ -405,6 +406,8 @@ class LocalBackend:
                     killed += 1
                 procs.kill_session(p.pid, p.ticks)
             self.store.finish_process(row.uid, p.pod, p.container, p.attempt, EXIT_SUPERVISOR_LOST, now)
+        # And those it had started but not yet recorded (runner.PodRunner._spawn).
+        procs.kill_marked(ENV_TRAINOP_JOB_UID, row.uid)
         pods = self.store.list_pods(row.uid)
         for pod in pods:
             mark_pod_lost(pod, reason, now)
@@ -423,6 +426,7 @@ class LocalBackend:
         stop_sessions(
             sessions, row.deletion_grace if row.deletion_grace is not None else DEFAULT_GRACE_SECONDS
         )
+        procs.kill_marked(ENV_TRAINOP_JOB_UID, row.uid)  # started, never recorded (PodRunner._spawn)
         remove_job_files(self.paths, row.namespace, row.name)
         self.store.delete_job(row.uid)
 

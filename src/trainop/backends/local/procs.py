@@ -1,8 +1,9 @@
 """Process identity and signalling through /proc (Linux): who is alive, and whole-session kills.
 
 A pid alone is not an identity (pids are reused), so a process is named by (pid, start time in clock
-ticks since boot, boot id). Replicas run as session leaders (setsid), so a replica's processes are
-found by session or process group. I/O adapter; it never decides what should be killed.
+ticks since boot, boot id). Replicas run as session leaders (setsid), bound to their supervisor's life
+and marked in their environment, so a replica's processes are found by session, process group or
+marker. I/O adapter; it never decides what should be killed.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import contextlib
 import ctypes
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 PROC = Path("/proc")
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -105,13 +108,74 @@ def kill_session(sid: int, leader_ticks: int | None) -> None:
     signal_session(sid, leader_ticks, signal.SIGKILL)
 
 
+@cache
+def _prctl() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
 def set_child_subreaper() -> bool:
     """Make orphaned descendants re-parent to this process (so it reaps them and can find them)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
+    prctl = _prctl()
+    return prctl is not None and int(prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+
+
+def build_die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` (it runs in the forked child, before exec) that binds the child to the life of
+    the process that forks it: the kernel sends the child SIGKILL the moment that process dies
+    (PR_SET_PDEATHSIG), whatever kills it, SIGKILL included.
+
+    The race it closes: a parent killed between fork and the prctl would never send the signal; the
+    child then has another parent already, sees it, and kills itself before exec, so no code of the
+    command ever ran and nothing was forked. After the prctl, the kernel sends it. The signal is tied
+    to the forking thread, so call Popen from a thread that lives as long as the process (the
+    supervisor has one thread); it survives exec, except into a set-user-ID program.
+    """
+    parent = os.getpid()
+    prctl = _prctl()  # looked up here: the child only calls it
+
+    def die_with_parent() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return die_with_parent
+
+
+def find_marked(name: str, value: str) -> list[ProcStat]:
+    """Live processes whose environment (as they were exec'd) has ``name=value``. Another user's
+    processes cannot be read, and are not ours."""
+    entry = f"{name}={value}".encode()
+    me = os.getpid()
+    out = []
+    for st in iter_stats():
+        if st.pid == me or st.state in ("Z", "X"):
+            continue
+        try:
+            env = (PROC / str(st.pid) / "environ").read_bytes()
+        except OSError:
+            continue
+        if entry in env.split(b"\0"):
+            out.append(st)
+    return out
+
+
+def kill_marked(name: str, value: str) -> int:
+    """SIGKILL every process marked ``name=value`` and the sessions they belong to; returns how many
+    marked processes there were. A session is killed whole only when it is the job's: its leader is
+    marked too, or gone (the kernel keeps a session's id reserved while any member lives); a marked
+    process in someone else's live session (a shell that copied the variable) dies alone."""
+    marked = find_marked(name, value)
+    pids = {st.pid for st in marked}
+    for st in marked:
+        if st.sid in pids or read_stat(st.sid) is None:
+            signal_session(st.sid, None, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(st.pid, signal.SIGKILL)
+    return len(marked)
 
 
 def descendants(root: int) -> list[int]:

@@ -4,8 +4,9 @@ Init containers run first, in order; then every container runs, each as a sessio
 process group), with stdout and stderr in one log file per attempt. Restart semantics follow the
 kubelet: Always/OnFailure restart in place with exponential back-off (1 s doubling to a cap),
 Never leaves the container terminated; the pod phase is computed with the kubelet's rule. Deleting
-a pod sends SIGTERM to its sessions and SIGKILL after the grace period. The runner never decides
-anything about the job: it only runs pods and reports them (Kubernetes Pod JSON) for the core.
+a pod sends SIGTERM to its sessions and SIGKILL after the grace period. A replica cannot outlive its
+supervisor unnoticed (see ``_spawn``). The runner never decides anything about the job: it only runs
+pods and reports them (Kubernetes Pod JSON) for the core.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+from trainop.api.constants import ENV_TRAINOP_JOB_UID
 from trainop.backends.local import procs
 from trainop.backends.local.paths import StatePaths, open_log
 from trainop.backends.local.render import (
@@ -139,6 +142,8 @@ class PodRunner:
         self.by_pid: dict[int, tuple[PodRun, ContainerRun]] = {}
         self.events: list[tuple[str, str, str]] = []  # (type, reason, message) for the job
         self.changed = False
+        # Writes of the processes table the store refused, retried in order by ``flush``.
+        self.unsaved: list[Callable[[], None]] = []
 
     # ---- lifecycle from the core's actions ----
     def add(self, pod: dict[str, Any]) -> None:
@@ -225,7 +230,6 @@ class PodRunner:
         # A container ends with its main process: whatever it left behind in its session goes too.
         if c.pid is not None:
             procs.signal_session(c.pid, None, signal.SIGKILL)
-        self.store.finish_process(self.job.uid, pod.name, c.spec.container, c.attempt, code, now)
         term = {
             "exitCode": code,
             "reason": "Completed" if code == 0 else "Error",
@@ -236,6 +240,23 @@ class PodRunner:
         ran = now - (c.started_at or now)
         c.running, c.proc = False, None
         self._terminated(pod, c, term, ran)
+        self._save(
+            partial(self.store.finish_process, self.job.uid, pod.name, c.spec.container, c.attempt, code, now)
+        )
+
+    # ---- the processes table: memory first, the store after ----
+    def _save(self, write: Callable[[], None]) -> None:
+        """Record a start or an exit. What runs is known in memory first (the exit was reaped, the pid
+        is watched), so a store that refuses the write costs nothing but the record: it is kept, in
+        order, and retried by ``flush``, which raises until the store takes it."""
+        self.unsaved.append(write)
+        with contextlib.suppress(Exception):  # flush() at the end of tick() raises it
+            self.flush()
+
+    def flush(self) -> None:
+        while self.unsaved:
+            self.unsaved[0]()  # idempotent: INSERT OR REPLACE, UPDATE … WHERE finished_at IS NULL
+            del self.unsaved[0]
 
     def _terminated(self, pod: PodRun, c: ContainerRun, term: dict[str, Any], ran: float) -> None:
         now = self.clock()
@@ -263,6 +284,7 @@ class PodRunner:
 
     # ---- the periodic step ----
     def tick(self) -> None:
+        """Progress every pod; raises (after progressing them all) while a record is still unsaved."""
         now = self.clock()
         for pod in list(self.pods.values()):
             if pod.frozen_status is not None:
@@ -277,6 +299,7 @@ class PodRunner:
             if pod.plan is None and not self._prepare(pod, now):
                 continue
             self._progress(pod, now)
+        self.flush()
 
     def _schedule(self, pod: PodRun, now: float) -> bool:
         wants = build_gpu_wants(pod.obj)
@@ -402,17 +425,17 @@ class PodRunner:
         c.next_start = None
         if c.attempt >= 0:
             c.restart_count += 1
-        c.attempt = self.store.next_attempt(self.job.uid, pod.name, c.spec.container)
+        # The store's count, unless an earlier attempt's record is still unsaved.
+        c.attempt = max(self.store.next_attempt(self.job.uid, pod.name, c.spec.container), c.attempt + 1)
         log_path = self.paths.container_log(
             self.job.namespace, self.job.name, pod.name, c.spec.container, c.attempt
         )
         c.started_at = now
         if c.spec.noop is not None:
-            with open_log(log_path) as noop_log:  # owner-only, like every log
+            with contextlib.suppress(OSError), open_log(log_path) as noop_log:  # owner-only, like every log
                 noop_log.write(
                     f"[trainop] {c.spec.container}: not run on the local backend: {c.spec.noop}\n".encode()
                 )
-            self.store.add_process(self._row(pod, c, None, None, now, str(log_path), finished=0))
             c.terminated = {
                 "exitCode": 0,
                 "reason": "Completed",
@@ -420,40 +443,79 @@ class PodRunner:
                 "startedAt": rfc3339(now),
                 "finishedAt": rfc3339(now),
             }
+            self._save(
+                partial(self.store.add_process, self._row(pod, c, None, None, now, str(log_path), finished=0))
+            )
             return
-        with open_log(log_path) as log:
+        try:
+            # Before the process: what the runtime needs for a container is a condition of starting it
+            # (a disk that refuses its log is a failed start, as for containerd, not a crashed supervisor).
+            if not c.spec.init and c.spec.container == self._exec_container(pod):
+                self._write_exec_context(pod, c.spec)
+            log = open_log(log_path)
+        except OSError as exc:
+            self._start_failed(
+                pod, c, now, str(log_path), f"failed to start container {c.spec.container!r}: {exc}"
+            )
+            return
+        with log:
             try:
-                proc = subprocess.Popen(
-                    list(c.spec.argv),
-                    cwd=c.spec.cwd,
-                    env=dict(c.spec.env),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # its own session and process group: killed as a whole
-                    close_fds=True,
-                )
-            except (OSError, ValueError) as exc:
+                proc = self._spawn(c.spec, log)
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
                 msg = _start_error_message(c.spec, exc)
-                log.write(f"[trainop] {msg}\n".encode())
-                self.store.add_process(
-                    self._row(pod, c, None, None, now, str(log_path), finished=EXIT_START_ERROR)
-                )
-                term = {
-                    "exitCode": EXIT_START_ERROR,
-                    "reason": "StartError",
-                    "message": msg,
-                    "startedAt": rfc3339(now),
-                    "finishedAt": rfc3339(now),
-                }
-                self._terminated(pod, c, term, 0.0)
+                with contextlib.suppress(OSError):
+                    log.write(f"[trainop] {msg}\n".encode())
+                self._start_failed(pod, c, now, str(log_path), msg)
                 return
         c.proc, c.pid, c.running = proc, proc.pid, True
         c.ticks = procs.start_ticks(proc.pid)
         self.by_pid[proc.pid] = (pod, c)
-        self.store.add_process(self._row(pod, c, proc.pid, c.ticks, now, str(log_path)))
-        if not c.spec.init and c.spec.container == self._exec_container(pod):
-            self._write_exec_context(pod, c.spec)
+        self._save(partial(self.store.add_process, self._row(pod, c, proc.pid, c.ticks, now, str(log_path))))
+
+    def _spawn(self, spec: ProcessSpec, log: Any) -> subprocess.Popen[bytes]:
+        """Start one container's process, which can never outlive the supervisor unnoticed: from fork
+        until its pid is in the store, a SIGKILL of the supervisor would leave it unknown to the
+        recovery rule and to ``trainop delete``. So, before it can run any code of its own:
+
+        - it is bound to the supervisor's life (procs.build_die_with_parent: PR_SET_PDEATHSIG, and if
+          the supervisor died before that took effect, it kills itself before exec);
+        - its environment carries ``TRAINOP_JOB_UID`` (it has it from exec on), which everything it
+          forks inherits along with its session: the recovery rule and a delete without supervisor kill
+          the sessions of every process so marked (procs.kill_marked), recorded or not.
+
+        What escapes both is a descendant that left the replica's session and process group *and*
+        cleared its environment; without cgroups nothing finds it.
+        """
+        return subprocess.Popen(
+            list(spec.argv),
+            cwd=spec.cwd,
+            env={**spec.env, ENV_TRAINOP_JOB_UID: self.job.uid},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own session and process group: killed as a whole
+            close_fds=True,
+            preexec_fn=procs.build_die_with_parent(),  # the supervisor has one thread: fork is safe
+        )
+
+    def _start_failed(self, pod: PodRun, c: ContainerRun, now: float, log_path: str, msg: str) -> None:
+        """A container that could not start: terminated with containerd's StartError (128) and the
+        kubelet's Warning event; its restart policy then applies as to any exit."""
+        self.events.append(("Warning", "Failed", f"Error: {msg}"))
+        term = {
+            "exitCode": EXIT_START_ERROR,
+            "reason": "StartError",
+            "message": msg,
+            "startedAt": rfc3339(now),
+            "finishedAt": rfc3339(now),
+        }
+        self._terminated(pod, c, term, 0.0)
+        self._save(
+            partial(
+                self.store.add_process,
+                self._row(pod, c, None, None, now, log_path, finished=EXIT_START_ERROR),
+            )
+        )
 
     def _exec_container(self, pod: PodRun) -> str:
         """The container ``kubectl exec`` would pick: MPI's mainContainer if the pod has it, else the first."""
@@ -517,13 +579,36 @@ class PodRunner:
         self._finalize(pod)
 
     def _finalize(self, pod: PodRun) -> None:
+        # The store first: if it refuses, the pod stays (in memory too) and the next tick tries again.
         self.store.release_gpus(self.job.uid, pod.name)
+        self.store.remove_pod(self.job.uid, pod.name)
         shutil.rmtree(self.paths.pod_dir(self.job.namespace, self.job.name, pod.name), ignore_errors=True)
         with contextlib.suppress(OSError):
             self.paths.exec_context(self.job.namespace, self.job.name, pod.name).unlink()
         del self.pods[pod.name]
-        self.store.remove_pod(self.job.uid, pod.name)
         self.changed = True
+
+    def abandon(self, timeout: float = 10.0) -> None:
+        """The supervisor gives up: SIGKILL every replica session now, and every process marked as this
+        job's (procs.kill_marked), then reap them, until none is left or ``timeout``. Their containers
+        end terminated in memory; the records are only tried (the store may be why it gives up)."""
+        now = self.clock()
+        for pod in self.pods.values():
+            if pod.deletion_ts is None:
+                pod.deletion_ts = now  # so that no container is restarted
+            pod.kill_at = now
+            for c in pod.all_runs():
+                c.next_start = None
+        deadline = time.monotonic() + timeout
+        while True:
+            for _, c in list(self.by_pid.values()):
+                if c.pid is not None:
+                    procs.signal_session(c.pid, c.ticks, signal.SIGKILL)
+            marked = procs.kill_marked(ENV_TRAINOP_JOB_UID, self.job.uid)
+            self.reap()
+            if (not self.by_pid and not marked) or time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)  # SIGKILL is delivered, not instant: look again
 
     # ---- timers and observation ----
     def next_wakeup(self) -> float | None:
