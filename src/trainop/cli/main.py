@@ -13,7 +13,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -286,61 +285,33 @@ def run(
 
 def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int:
     from rich.live import Live
-    from rich.text import Text
 
-    from trainop.backends.base import JobNotFoundError, detect_state, is_finished
-    from trainop.backends.local.api import LogFollower
+    from trainop.backends.base import JobNotFoundError, is_finished
+    from trainop.cli.watch import RunView
 
     console = _console()
-    colors: dict[str, str] = {}
-    width = 0
     name, ns = job.name, job.namespace
     row = backend.store.find_job(ns, name)
     assert row is not None
-    follower = LogFollower(backend, row)
-    started = time.monotonic()
+    view = RunView(backend, row, console, stream_logs=stream_logs)
     last = job
     live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
-
-    def status_line(j: TrainingJob) -> Text:
-        elapsed = format_age(time.monotonic() - started)
-        return Text.assemble(
-            (f"{j.kind} {j.name}: ", "bold"),
-            (detect_state(j), _state_style(detect_state(j))),
-            f"  {format_replicas(j)}  {elapsed}",
-        )
-
-    def emit(lines: Iterator[Any]) -> None:
-        nonlocal width
-        for line in lines:
-            label = (
-                line.replica
-                if line.container in _default_containers(last)
-                else f"{line.replica}/{line.container}"
-            )
-            if label not in colors:
-                colors[label] = _PALETTE[len(colors) % len(_PALETTE)]
-            width = max(width, len(label))
-            console.print(Text.assemble((f"{label:<{width}} | ", colors[label]), line.text))
-
-    printed_state = ""
+    gone = False
     try:
         if live is not None:
             live.start()
         finish_deadline: float | None = None
         while True:
-            if stream_logs:
-                emit(follower.poll())
+            view.poll(last)
             try:
                 last = backend.get(name, ns)
             except JobNotFoundError:
-                break  # deleted under us (TTL 0): the last state we saw stands
-            state = detect_state(last)
+                gone = True  # deleted under us (elsewhere, or its TTL): say so
+                break
             if live is not None:
-                live.update(status_line(last))
-            elif state != printed_state:
-                console.print(status_line(last))
-                printed_state = state
+                live.update(view.renderable(last))
+            else:
+                view.print_status_if_changed(last)
             if is_finished(last):
                 # Let the last lines land: until the job's processes ended (at most 2 s more).
                 finish_deadline = finish_deadline or time.monotonic() + 2.0
@@ -348,7 +319,7 @@ def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int
                 unfinished = backend.store.list_processes(row.uid, unfinished=True) if current else []
                 if not unfinished or time.monotonic() >= finish_deadline:
                     if stream_logs:
-                        emit(follower.poll())
+                        view.emit(view.follower.poll())
                     break
             time.sleep(0.2)
     except KeyboardInterrupt:
@@ -359,21 +330,14 @@ def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int
     finally:
         if live is not None:
             live.stop()
-        for _, fh, _ in follower.open.values():
-            fh.close()
-    state = detect_state(last)
-    elapsed = time.monotonic() - started
-    console.print(
-        Text.assemble(
-            (f"{last.kind} {name} ", "bold"), (state, _state_style(state)), f" after {elapsed:.1f}s"
-        )
-    )
-    if state != "Succeeded":
-        for c in (last.status.conditions if last.status else None) or []:
-            if c.type == state and c.message:
-                console.print(Text(f"  {c.reason}: {c.message}"))
-        flag = f" -n {ns}" if ns != "default" else ""
-        console.print(Text(f"  details: trainop describe {name}{flag}; output: trainop logs {name}{flag}"))
+        view.close()
+    from trainop.cli.live import compute_state
+
+    for line in view.gone(last) if gone else view.ending(last):
+        console.print(line)
+    state = compute_state(last)
+    if gone and state not in ("Succeeded", "Failed"):
+        return EXIT_FAILED
     return EXIT_OK if state == "Succeeded" else EXIT_FAILED
 
 

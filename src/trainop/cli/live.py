@@ -1,0 +1,313 @@
+"""What ``trainop run`` says while a job runs and when it ends: status lines per replica type (phase
+counts, restarts, why a replica waits), the crash-loop notice, the failure summary, the note on
+replicas left running, the ending of a job deleted elsewhere. Pure: job, pods, processes, log tails
+and ``now`` in, lines of text out; no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from trainop.api.constants import LABEL_REPLICA_TYPE
+from trainop.cli.format import format_age
+
+if TYPE_CHECKING:
+    from trainop.api.common import TrainingJob
+    from trainop.backends.local.store import ProcessRow
+
+TAIL_LINES = 5  # lines of a replica's output quoted in a notice or summary
+WAITS_SHOWN = 3  # waiting replicas named per type (the rest are counted)
+_PHASE_ORDER = ("Running", "CrashLoopBackOff", "Pending", "Terminating", "Succeeded", "Failed", "Unknown")
+
+
+@dataclass(frozen=True, slots=True)
+class Exit:
+    """How a container's process ended (from the pod's terminated state or the process row)."""
+
+    code: int
+    reason: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    label: str  # worker-1
+    rtype: str  # Worker (the spec's key)
+    phase: str
+    restarts: int
+    waiting: str  # why it waits; "" when it does not
+    last_exit: Exit | None
+
+
+def compute_state(job: TrainingJob) -> str:
+    """The job's state for the live line: the newest True condition, ``Submitted`` before the first
+    (``Pending`` then ``Created`` read backwards: the record exists, no controller pass has run)."""
+    for cond in reversed((job.status.conditions if job.status else None) or []):
+        if cond.status == "True":
+            return cond.type
+    return "Submitted"
+
+
+def _ts(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _signal_reason(code: int) -> str:
+    if code > 128:
+        try:
+            return f"killed by {signal.Signals(code - 128).name}"
+        except ValueError:
+            pass
+    return "Error"
+
+
+def _exit_of(term: Mapping[str, Any]) -> Exit:
+    code = int(term.get("exitCode") or 0)
+    return Exit(code, str(term.get("reason") or _signal_reason(code)), str(term.get("message") or ""))
+
+
+def _wait_reason(pod: Mapping[str, Any], phase: str, now: float | None) -> str:
+    """Why a pod is not (yet) running, as the scheduler and kubelet say it; "" when nothing waits."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return "Terminating"
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+            message = str(cond.get("message") or "")
+            what = "waiting for GPUs" if "nvidia.com/gpu" in message else str(cond.get("reason") or "")
+            return f"{what}: {message}" if message else what
+    if status.get("message") and phase == "Pending":
+        return str(status["message"])
+    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        waiting = (cs.get("state") or {}).get("waiting")
+        if not waiting:
+            continue
+        reason = str(waiting.get("reason") or "")
+        if reason == "CrashLoopBackOff":
+            return _backoff_text(cs, str(waiting.get("message") or ""), now)
+        if phase == "Pending":
+            return reason + (f": {waiting['message']}" if waiting.get("message") else "")
+    return ""
+
+
+def _backoff_text(cs: Mapping[str, Any], message: str, now: float | None) -> str:
+    """``CrashLoopBackOff: back-off 4s (restarts in 3s), last exit 1 (Error)``; no countdown without
+    ``now`` (a log file gets the status only when it changes, not every second)."""
+    text = "CrashLoopBackOff"
+    term = (cs.get("lastState") or {}).get("terminated") or {}
+    delay = None
+    for word in message.split():
+        if word.endswith("s") and word[:-1].replace(".", "", 1).isdigit():
+            delay = float(word[:-1])
+            break
+    finished = _ts(term.get("finishedAt"))
+    if delay is not None:
+        text += f": back-off {delay:g}s"
+        if finished is not None and now is not None:
+            left = finished + delay - now
+            text += f" (restarts in {left:.0f}s)" if left > 0 else " (restarting)"
+    if term:
+        e = _exit_of(term)
+        text += f", last exit {e.code} ({e.reason})"
+    return text
+
+
+def _display_phase(pod: Mapping[str, Any]) -> str:
+    """kubectl get pods' STATUS: the phase, unless a container waits out a crash loop (a pod in
+    CrashLoopBackOff is Running by phase, which would hide the loop) or the pod is being deleted."""
+    status = pod.get("status") or {}
+    phase = str(status.get("phase") or "Pending")
+    if (pod.get("metadata") or {}).get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        return "Terminating"
+    for cs in status.get("containerStatuses") or []:
+        if ((cs.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff":
+            return "CrashLoopBackOff"
+    return phase
+
+
+def build_replica_views(
+    job: TrainingJob, pods: Sequence[Mapping[str, Any]], now: float | None
+) -> list[ReplicaView]:
+    """One view per pod, in the job's replica type order, then by name."""
+    keys = {k.lower(): k for k in job.replica_specs}
+    order = {k: i for i, k in enumerate(job.replica_specs)}
+    views = []
+    prefix = f"{job.name}-"
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        status = pod.get("status") or {}
+        name = str(meta.get("name", ""))
+        rtype = keys.get(str((meta.get("labels") or {}).get(LABEL_REPLICA_TYPE, "")), "")
+        phase = _display_phase(pod)
+        statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+        restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
+        last: Exit | None = None
+        for cs in statuses:
+            term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
+            if term and (last is None or int(term.get("exitCode") or 0) != 0):
+                last = _exit_of(term)
+        waiting = "" if phase in ("Succeeded", "Failed") else _wait_reason(pod, str(status.get("phase")), now)
+        label = name[len(prefix) :] if name.startswith(prefix) else name
+        views.append(ReplicaView(label, rtype, phase, restarts, waiting, last))
+    views.sort(key=lambda v: (order.get(v.rtype, len(order)), v.label))
+    return views
+
+
+def build_status_lines(
+    job: TrainingJob, pods: Sequence[Mapping[str, Any]], elapsed: float, now: float | None
+) -> list[str]:
+    """``PyTorchJob demo: Running  12s`` then a line per replica type: ``Worker  1/2 Running, 1 Pending
+    · 3 restarts``, and under it why each waiting replica waits."""
+    from trainop.api.defaults import apply_defaults
+
+    lines = [f"{job.kind} {job.name}: {compute_state(job)}  {format_age(elapsed)}"]
+    views = build_replica_views(job, pods, now)
+    statuses = (job.status.replica_statuses if job.status else None) or {}
+    width = max((len(k) for k in job.replica_specs), default=0)
+    for rtype, spec in apply_defaults(job).replica_specs.items():
+        wanted = spec.replicas or 0
+        mine = [v for v in views if v.rtype == rtype]
+        counts: dict[str, int] = {}
+        for v in mine:
+            counts[v.phase] = counts.get(v.phase, 0) + 1
+        if mine:
+            parts = [f"{counts.pop('Running', 0)}/{wanted} Running"]
+            parts += [f"{counts[p]} {p}" for p in _PHASE_ORDER if counts.get(p)]
+            parts += [f"{n} {p}" for p, n in sorted(counts.items()) if p not in _PHASE_ORDER]
+            if len(mine) < wanted:
+                parts.append(f"{wanted - len(mine)} not created")
+        else:
+            st = statuses.get(rtype)
+            done = ((st.succeeded or 0) + (st.failed or 0)) if st else 0
+            parts = [f"0/{wanted} Running" + (f" ({done} finished, pods removed)" if done else "")]
+        text = f"  {rtype:<{width}}  " + ", ".join(parts)
+        restarts = sum(v.restarts for v in mine)
+        if restarts:
+            text += f" · {restarts} restart{'s' if restarts != 1 else ''}"
+        lines.append(text)
+        waiting = [v for v in mine if v.waiting]
+        for v in waiting[:WAITS_SHOWN]:
+            lines.append(f"    {v.label}: {v.waiting}")
+        if len(waiting) > WAITS_SHOWN:
+            lines.append(f"    … and {len(waiting) - WAITS_SHOWN} more waiting")
+    return lines
+
+
+def detect_first_restarts(noticed: frozenset[str], views: Sequence[ReplicaView]) -> list[ReplicaView]:
+    """The replicas that have restarted and were not noticed yet (a notice is given once per replica)."""
+    return [v for v in views if v.restarts > 0 and v.label not in noticed]
+
+
+def build_restart_notice(view: ReplicaView, restart_policy: str, tail: Sequence[str]) -> list[str]:
+    """``worker-0 restarted (restart 1, restartPolicy OnFailure): exit code 2 (Error); its last lines:``."""
+    e = view.last_exit
+    why = f"exit code {e.code} ({e.reason})" if e else "its process ended"
+    if e and e.message:
+        why += f": {e.message}"
+    head = f"{view.label} restarted (restart {view.restarts}, restartPolicy {restart_policy}): {why}"
+    return _with_tail(head, view.label, tail)
+
+
+def _with_tail(head: str, label: str, tail: Sequence[str]) -> list[str]:
+    if not tail:
+        return [head + "; it printed nothing"]
+    return [head + "; its last lines:", *(f"  {label} | {t}" for t in tail[-TAIL_LINES:])]
+
+
+def detect_failed_replica(
+    job_name: str, processes: Sequence[ProcessRow], views: Sequence[ReplicaView]
+) -> tuple[str, str, Exit, int] | None:
+    """(label, pod, exit, others): the replica whose process failed first, with how it ended; ``others``
+    counts the further replicas that ended non-zero (often killed by the job's own cleanup)."""
+    latest: dict[tuple[str, str], ProcessRow] = {}
+    for p in processes:
+        key = (p.pod, p.container)
+        if key not in latest or p.attempt > latest[key].attempt:
+            latest[key] = p
+    failed = sorted(
+        (p for p in latest.values() if p.exit_code not in (None, 0) and p.finished_at is not None),
+        key=lambda p: (p.finished_at or 0.0, p.pod),
+    )
+    if not failed:
+        return None
+    first = failed[0]
+    code = int(first.exit_code or 0)
+    prefix = f"{job_name}-"
+    label = first.pod[len(prefix) :] if first.pod.startswith(prefix) else first.pod
+    view = next((v for v in views if v.label == label), None)
+    e = view.last_exit if view and view.last_exit and view.last_exit.code == code else None
+    others = len({p.pod for p in failed}) - 1
+    return label, first.pod, e or Exit(code, _signal_reason(code)), others
+
+
+def build_failure_summary(
+    job: TrainingJob,
+    processes: Sequence[ProcessRow],
+    views: Sequence[ReplicaView],
+    tails: Mapping[str, Sequence[str]],
+    flags: str = "",
+) -> list[str]:
+    """The lines under ``Failed after …``: the job's reason, the replica that failed first (exit code,
+    reason, restarts, last lines) and where to look further."""
+    state = compute_state(job)
+    lines = []
+    for cond in (job.status.conditions if job.status else None) or []:
+        if cond.type == state and cond.message:
+            lines.append(f"  {cond.reason}: {cond.message}")
+    culprit = detect_failed_replica(job.name, processes, views)
+    logs_hint = ""
+    if culprit is not None:
+        label, _, e, others = culprit
+        view = next((v for v in views if v.label == label), None)
+        head = f"  {label} failed first: exit code {e.code} ({e.reason})"
+        if e.message:
+            head += f": {e.message}"
+        if view and view.restarts:
+            head += f", after {view.restarts} restart{'s' if view.restarts != 1 else ''}"
+        if others:
+            head += f"; {others} other replica{'s' if others != 1 else ''} ended non-zero after it"
+        lines += _with_tail(head, label, tails.get(label, ()))
+        logs_hint = f" --replica {label}"
+    lines.append(
+        f"  details: trainop describe {job.name}{flags}; output: trainop logs {job.name}{flags}{logs_hint}"
+    )
+    return lines
+
+
+def build_leftover_note(job: TrainingJob, running: Sequence[str], flags: str = "") -> list[str]:
+    """Replicas that keep running after the job finished (cleanPodPolicy None/Running leaves them):
+    say so, and how to stop them."""
+    if not running:
+        return []
+    from trainop.api.defaults import apply_defaults
+
+    policy = apply_defaults(job).run_policy.clean_pod_policy
+    n = len(running)
+    return [
+        f"note: {n} replica{'s' if n != 1 else ''} still running after the job {compute_state(job)} "
+        f"(cleanPodPolicy: {policy}): {', '.join(running)}; they run until they exit, as pods do. "
+        f"Stop them: trainop delete {job.name}{flags}"
+    ]
+
+
+def build_gone_lines(last: TrainingJob, elapsed: float) -> list[str]:
+    """The ending when the job disappeared while ``run`` watched it."""
+    state = compute_state(last)
+    if state in ("Succeeded", "Failed"):
+        ttl = last.spec.run_policy.ttl_seconds_after_finished if last.spec.run_policy else None
+        why = f" (ttlSecondsAfterFinished: {ttl})" if ttl is not None else " (by another command)"
+        return [f"{last.kind} {last.name} {state}; then it was deleted{why} after {elapsed:.1f}s"]
+    return [
+        f"{last.kind} {last.name} was deleted by another command while {state}, after {elapsed:.1f}s: "
+        "its replicas were stopped and its record and logs removed"
+    ]

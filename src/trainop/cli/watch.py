@@ -1,0 +1,197 @@
+"""``trainop run``'s view of a running job (I/O adapter over ``live`` and ``lines``): replica output
+prefixed per replica (a partial ``\\r`` line updates in place inside the live status on a TTY), the
+status lines, crash-loop notices, and the ending (failure summary, replicas left running, a job
+deleted elsewhere). It reads the store and log files; it never changes a job.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group
+from rich.text import Text
+
+from trainop.backends.local.api import LogFollower
+from trainop.cli import live
+from trainop.cli.lines import prefix_label, render_line
+
+if TYPE_CHECKING:
+    from trainop.api.common import TrainingJob
+    from trainop.backends.base import LogLine
+    from trainop.backends.local.api import LocalBackend
+    from trainop.backends.local.store import JobRow, ProcessRow
+
+PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
+STATE_STYLES = {
+    "Succeeded": "bold green",
+    "Failed": "bold red",
+    "Running": "bold cyan",
+    "Suspended": "yellow",
+}
+_TAIL_BYTES = 16384
+
+
+def read_tail(path: str, n: int = live.TAIL_LINES) -> list[str]:
+    """The last ``n`` non-blank lines of a log file, each as a terminal would show it."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(size - _TAIL_BYTES, 0))
+            data = fh.read()
+    except OSError:
+        return []
+    lines = [render_line(t) for t in data.decode(errors="replace").splitlines()]
+    return [t for t in lines if t.strip()][-n:]
+
+
+def default_containers(job: TrainingJob) -> set[str]:
+    from trainop.api.kinds import KIND_INFO
+
+    names = {KIND_INFO[job.kind].default_container}
+    for rs in job.replica_specs.values():
+        cs = rs.containers
+        if cs and isinstance(cs[0], dict):
+            names.add(str(cs[0].get("name")))
+    return names
+
+
+class RunView:
+    """One ``run``'s output: call ``poll`` each tick, ``renderable`` for the live region (a TTY),
+    ``changed_status`` for a log file, and ``ending`` or ``gone`` once."""
+
+    def __init__(self, backend: LocalBackend, row: JobRow, console: Console, *, stream_logs: bool) -> None:
+        self.backend, self.row, self.console = backend, row, console
+        self.stream_logs = stream_logs
+        self.follower = LogFollower(backend, row)
+        self.started = time.monotonic()
+        self.colors: dict[str, str] = {}
+        self.width = 0
+        self.noticed: frozenset[str] = frozenset()
+        self.pods: list[dict[str, Any]] = []
+        self.printed_status: list[str] = []
+        self.defaults: set[str] = set()
+        self.flags = f" -n {row.namespace}" if row.namespace != "default" else ""
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def _label(self, replica: str, container: str) -> str:
+        label = prefix_label(replica, container, self.defaults)
+        if label not in self.colors:
+            self.colors[label] = PALETTE[len(self.colors) % len(PALETTE)]
+        self.width = max(self.width, len(label))
+        return label
+
+    def _prefixed(self, label: str, text: str) -> Text:
+        return Text.assemble((f"{label:<{self.width}} | ", self.colors[label]), text)
+
+    def emit(self, lines: Iterable[LogLine]) -> None:
+        for line in lines:
+            label = self._label(line.replica, line.container)
+            self.console.print(self._prefixed(label, render_line(line.text)))
+
+    def poll(self, job: TrainingJob) -> None:
+        """New output, then the pods as they are now, and a notice for each replica's first restart."""
+        self.defaults = default_containers(job)
+        if self.stream_logs:
+            self.emit(self.follower.poll())
+        self.pods = self.backend.store.list_pods(self.row.uid)
+        views = live.build_replica_views(job, self.pods, time.time())
+        fresh = live.detect_first_restarts(self.noticed, views)
+        if not fresh:
+            return
+        self.noticed |= {v.label for v in fresh}
+        tails = self._tails({v.label for v in fresh}, finished_only=True)
+        policies = {p["metadata"]["name"]: (p.get("spec") or {}).get("restartPolicy", "") for p in self.pods}
+        for v in fresh:
+            policy = str(policies.get(f"{job.name}-{v.label}", ""))
+            head, *tail = live.build_restart_notice(v, policy, tails.get(v.label, []))
+            # One print: under a live status each print redraws it, which would split the notice.
+            self.console.print(Text.assemble((head, "bold yellow"), *(("\n" + t) for t in tail)))
+
+    def _partials(self) -> list[Text]:
+        """The replicas' unfinished lines (a progress bar between two ``\\r``), as they look now."""
+        out = []
+        for (pod, container), (_, _, rest) in sorted(self.follower.open.items()):
+            text = render_line(rest.decode(errors="replace")) if rest else ""
+            if text.strip():
+                label = self._label(pod.removeprefix(f"{self.row.name}-"), container)
+                t = self._prefixed(label, text)
+                t.no_wrap, t.overflow = True, "ellipsis"
+                out.append(t)
+        return out
+
+    def _status(self, job: TrainingJob, now: float | None) -> list[Text]:
+        lines = live.build_status_lines(job, self.pods, self.elapsed, now)
+        state = live.compute_state(job)
+        head = Text(lines[0], style="bold")
+        head.highlight_words([f": {state}"], STATE_STYLES.get(state, "bold"))
+        return [head, *(Text(t, style="dim" if t.startswith("    ") else "") for t in lines[1:])]
+
+    def renderable(self, job: TrainingJob) -> Group:
+        return Group(*self._partials(), *self._status(job, time.time()))
+
+    def print_status_if_changed(self, job: TrainingJob) -> None:
+        """Without a TTY: the status block whenever it changes (ignoring the clock)."""
+        lines = self._status(job, None)
+        key = [lines[0].plain.rsplit("  ", 1)[0], *(t.plain for t in lines[1:])]
+        if key != self.printed_status:
+            self.printed_status = key
+            for t in lines:
+                self.console.print(t)
+
+    def close(self) -> None:
+        for _, fh, _ in self.follower.open.values():
+            fh.close()
+        self.follower.open.clear()
+
+    # ---- endings ----
+
+    def _processes(self) -> list[ProcessRow]:
+        return [p for p in self.backend.store.list_processes(self.row.uid) if not p.init]
+
+    def _tails(self, labels: set[str], *, finished_only: bool = False) -> dict[str, list[str]]:
+        latest: dict[str, ProcessRow] = {}
+        for p in self._processes():
+            label = p.pod.removeprefix(f"{self.row.name}-")
+            if label not in labels or (finished_only and p.finished_at is None):
+                continue
+            if p.container not in self.defaults and label in latest:
+                continue
+            if label not in latest or p.attempt >= latest[label].attempt:
+                latest[label] = p
+        return {label: read_tail(p.log_path) for label, p in latest.items() if Path(p.log_path).exists()}
+
+    def still_running(self) -> list[str]:
+        """Replicas whose processes still run (what cleanPodPolicy left behind)."""
+        pods = {p.pod for p in self.backend.store.list_processes(self.row.uid, unfinished=True)}
+        return sorted(p.removeprefix(f"{self.row.name}-") for p in pods)
+
+    def ending(self, job: TrainingJob) -> list[Text]:
+        """``PyTorchJob x Failed after 3.1s`` and, unless it succeeded, what failed and where to look;
+        then replicas left running, if any."""
+        state = live.compute_state(job)
+        out = [
+            Text.assemble(
+                (f"{job.kind} {job.name} ", "bold"),
+                (state, STATE_STYLES.get(state, "bold")),
+                f" after {self.elapsed:.1f}s",
+            )
+        ]
+        if state != "Succeeded":
+            views = live.build_replica_views(job, self.backend.store.list_pods(self.row.uid), None)
+            processes = self._processes()
+            culprit = live.detect_failed_replica(job.name, processes, views)
+            tails = self._tails({culprit[0]}) if culprit else {}
+            out += [Text(t) for t in live.build_failure_summary(job, processes, views, tails, self.flags)]
+        note = live.build_leftover_note(job, self.still_running(), self.flags)
+        out += [Text(t, style="yellow") for t in note]
+        return out
+
+    def gone(self, last: TrainingJob) -> list[Text]:
+        return [Text(t, style="bold") for t in live.build_gone_lines(last, self.elapsed)]
