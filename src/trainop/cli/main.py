@@ -279,6 +279,8 @@ def run(
             EXIT_INVALID,
         )
     job = _call(backend.submit, manifests[0], base_dir=_base_dir(file), namespace=namespace)
+    if not (manifests[0].get("metadata") or {}).get("name"):  # generateName: say which name it got
+        typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")
     code = _watch(backend, job, stream_logs=logs)
     raise typer.Exit(code)
 

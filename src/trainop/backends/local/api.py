@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -59,6 +60,10 @@ SUPERVISOR_MODULE = "trainop.controller.local_supervisor"
 SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
 EXIT_SUPERVISOR_LOST = 137  # what a replica killed with its supervisor reports (SIGKILL)
 POLL = 0.2
+GENERATED_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+GENERATED_PREFIX_MAX, GENERATED_SUFFIX_LEN = 58, 5  # apiserver: 63-character names
+GENERATE_NAME_TRIES = 8  # apiserver: maxNameGenerationCreateAttempts (RetryGenerateName)
+_NAME_RANDOM = random.SystemRandom()
 
 
 class ReplicaNotFoundError(BackendError):
@@ -91,6 +96,15 @@ class JobDetails:
     supervisor: SupervisorInfo
     deleting: bool = False
     images: list[str] = field(default_factory=list)
+
+
+def build_generated_name(prefix: str) -> str:
+    """The API server's generated name (apiserver names.SimpleNameGenerator): the prefix cut to 58
+    characters, then 5 random characters from apimachinery's rand alphabet (no vowels, no 0/1/3, so
+    no words and no look-alikes)."""
+    return prefix[:GENERATED_PREFIX_MAX] + "".join(
+        _NAME_RANDOM.choice(GENERATED_NAME_ALPHABET) for _ in range(GENERATED_SUFFIX_LEN)
+    )
 
 
 def replica_label(job_name: str, pod_name: str) -> str:
@@ -223,9 +237,11 @@ class LocalBackend:
         """Validate, store and start a job; returns at once (the job runs under its own supervisor).
         ``base_dir``: where relative workingDirs resolve (the manifest's directory; default: cwd)."""
         check_namespace(namespace)
-        job = self.prepare(manifest)
-        now = time.time()
         doc = copy.deepcopy(dict(manifest))
+        # Before validation: the generated name is the one validated, stored and printed.
+        self._generate_name(doc, namespace)
+        job = self.prepare(doc)
+        now = time.time()
         meta = doc.setdefault("metadata", {})
         meta["namespace"] = namespace or meta.get("namespace") or "default"
         meta["uid"] = str(uuid.uuid4())
@@ -262,6 +278,18 @@ class LocalBackend:
             raise self._fault(exc) from None
         return parse_job(doc)
 
+    def _generate_name(self, doc: dict[str, Any], namespace: str | None) -> None:
+        """``metadata.generateName`` without a name: the API server's generated name, retried past a
+        name this namespace already has (as apiserver's RetryGenerateName does)."""
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict) or meta.get("name") or not isinstance(meta.get("generateName"), str):
+            return
+        ns = namespace or meta.get("namespace") or "default"
+        for _ in range(GENERATE_NAME_TRIES):
+            meta["name"] = build_generated_name(meta["generateName"])
+            if not isinstance(ns, str) or self.store.find_job(ns, meta["name"]) is None:
+                return
+
     def _fault(self, exc: OSError) -> Exception:
         """A fault of the home's disk as one StateDirError line; any other OSError as it is."""
         return state_dir_error(self.paths.home, exc) if is_state_dir_fault(exc) else exc
@@ -276,6 +304,8 @@ class LocalBackend:
         meta = doc.setdefault("metadata", {})
         meta["namespace"] = namespace or meta.get("namespace") or "default"
         meta.setdefault("uid", "00000000-0000-0000-0000-000000000000")
+        if not meta.get("name") and isinstance(meta.get("generateName"), str):
+            meta["name"] = build_generated_name(meta["generateName"])  # as a server-side dry run does
         if backend == "local":
             # The pods with the env their processes get here (the loopback defaults included).
             job = self.prepare(doc)
