@@ -109,9 +109,11 @@ def test_a_pod_the_api_server_rejects_gets_a_warning_naming_the_field(
 def test_sigterm_at_startup_exits_0_without_a_traceback(
     start_operator: StartOperator, cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest, line: str
 ) -> None:
-    flags = ["--enable-webhook=false"]
+    # Only the test's namespace: jobs other tests leave behind would log their own (debug) tracebacks.
+    flags = [f"--namespace={cluster.namespace}", "--enable-webhook=false"]
     if "webhook" in line:
         flags = [
+            f"--namespace={cluster.namespace}",
             "--webhook-host=127.0.0.1",
             f"--webhook-server-port={free_port()}",
             f"--cert-dir={tmp_path / 'certs'}",

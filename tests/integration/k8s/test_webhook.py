@@ -70,7 +70,7 @@ class Webhook:
 
 
 @contextlib.contextmanager
-def serving_webhook(k8s_env: K8sEnv, tmp: Path) -> Iterator[Webhook]:
+def serving_webhook(k8s_env: K8sEnv, tmp: Path, *flags: str) -> Iterator[Webhook]:
     """An operator serving the webhook, and a configuration for it that matches only namespaces
     labelled with its token (so that several can coexist)."""
     token = secrets.token_hex(4)
@@ -88,6 +88,7 @@ def serving_webhook(k8s_env: K8sEnv, tmp: Path) -> Iterator[Webhook]:
             f"--webhook-configuration-name={vwc}",
             f"--webhook-secret-name={secret}",
             f"--cert-dir={tmp / 'certs'}",
+            *flags,
         ],
         tmp / "operator.log",
         extra_env={"MY_POD_NAMESPACE": pod_ns},
@@ -300,7 +301,8 @@ def test_sigterm_with_open_connections_exits_0_without_a_traceback(
     """Every shutdown used to log an asyncio CancelledError traceback per open connection (Python 3.11's
     start_server callback on a cancelled handler): the API server keeps its webhook connection alive,
     kubelet and Prometheus theirs to the probes and /metrics."""
-    with serving_webhook(k8s_env, tmp_path) as wh:
+    # Only the test's namespace: jobs other tests leave behind would log their own (debug) tracebacks.
+    with serving_webhook(k8s_env, tmp_path, f"--namespace={cluster.namespace}") as wh:
         k8s_env.kubectl("label", "namespace", cluster.namespace, f"{SELECTOR_LABEL}={wh.token}")
         # One admission call: the API server's client now holds a kept-alive connection to the webhook.
         res = kubectl_apply(cluster, pytorch_job("s1").master(1).workers(1).build_dict())
