@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from trainop.cli.format import format_age, format_replicas, parse_duration
+from trainop.cli.help import install_plain_help
 from trainop.cli.operator_cmd import register as register_operator
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 register_operator(app)
+install_plain_help()
 
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
 # pydantic looks for plugins in every installed distribution's entry points when it builds its first
@@ -261,28 +263,178 @@ def submit(
         typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")
 
 
+_SCRIPT = "Run a command without YAML (torchrun and TorchX flags)"
+
+
 @app.command()
 def run(
-    file: Annotated[Path, typer.Argument(help="Job manifest (one job; - for stdin).")],
+    args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="FILE | -- COMMAND",
+            help="A job manifest (one job; - for stdin), or a command to run as a PyTorchJob "
+            "(train.py …, or after --: python train.py --lr 0.1).",
+            show_default=False,
+        ),
+    ] = None,
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Override metadata.namespace.")
     ] = None,
     logs: Annotated[bool, typer.Option("--logs/--no-logs", help="Stream the replicas' output.")] = True,
+    nnodes: Annotated[
+        int | None,
+        typer.Option(help="Nodes (pods), the Master included, as torchrun counts.", rich_help_panel=_SCRIPT),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Workers besides the Master (PyTorchJob's Worker replicas).", rich_help_panel=_SCRIPT
+        ),
+    ] = None,
+    nproc_per_node: Annotated[
+        str | None,
+        typer.Option(
+            "--nproc-per-node",
+            help="Processes per node (a count, auto, cpu or gpu); over 1, a Python command runs under torchrun.",
+            rich_help_panel=_SCRIPT,
+        ),
+    ] = None,
+    j: Annotated[
+        str | None,
+        typer.Option("-j", help="TorchX's NNODESxNPROC_PER_NODE, e.g. 2x4.", rich_help_panel=_SCRIPT),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="The job's name (default: the script's, with a random suffix).", rich_help_panel=_SCRIPT
+        ),
+    ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(help="Container image, for a cluster (unused here).", rich_help_panel=_SCRIPT),
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env", "-e", help="NAME=VALUE for every replica (repeatable).", rich_help_panel=_SCRIPT
+        ),
+    ] = None,
+    gpu: Annotated[
+        int, typer.Option(help="GPUs per node (nvidia.com/gpu limit).", rich_help_panel=_SCRIPT)
+    ] = 0,
+    max_restarts: Annotated[
+        int,
+        typer.Option(
+            help="Restarts before the job fails (backoffLimit; 0: fail at once).", rich_help_panel=_SCRIPT
+        ),
+    ] = 0,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the job's YAML instead of running it (kubectl apply -f takes it)."
+        ),
+    ] = False,
 ) -> None:
     """Submit a job, stream its logs prefixed by replica, show its status; exit 0 on Succeeded, 1 on
-    Failed. Ctrl-C deletes the job (SIGTERM, then SIGKILL after the grace period; twice: at once)."""
-    backend = _backend()
-    manifests = _read_manifests(file)
-    if len(manifests) != 1:
-        _fail(
-            f"{file} holds {len(manifests)} documents; run takes one job (use submit for several)",
-            EXIT_INVALID,
+    Failed. Ctrl-C deletes the job (SIGTERM, then SIGKILL after the grace period; twice: at once).
+
+    Without YAML: trainop run --nnodes 2 --nproc-per-node 2 -- python train.py --lr 0.1"""
+    script_flags = (
+        nnodes,
+        workers,
+        nproc_per_node,
+        j,
+        name,
+        image,
+        env or None,
+        gpu or None,
+        max_restarts or None,
+    )
+    argv = args or []
+    script = any(v is not None for v in script_flags) or _is_command(argv)
+    if script:
+        manifest = _script_manifest(
+            argv, namespace, nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts
         )
+        file = Path("-")  # relative paths in the command resolve in the current directory
+        if dry_run:
+            _dump(manifest, "yaml")
+            return
+        backend = _backend()
+        manifests = [manifest]
+    else:
+        if len(argv) != 1:
+            _fail("run takes one FILE, or a command to run (trainop run --help)", EXIT_INVALID)
+        file = Path(argv[0])
+        backend = _backend()
+        manifests = _read_manifests(file)
+        if len(manifests) != 1:
+            _fail(
+                f"{file} holds {len(manifests)} documents; run takes one job (use submit for several)",
+                EXIT_INVALID,
+            )
+        if dry_run:
+            _call(backend.prepare, manifests[0])
+            _dump(manifests[0], "yaml")
+            return
     job = _call(backend.submit, manifests[0], base_dir=_base_dir(file), namespace=namespace)
-    if not (manifests[0].get("metadata") or {}).get("name"):  # generateName: say which name it got
-        typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")
+    if script or not (manifests[0].get("metadata") or {}).get("name"):
+        typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")  # a generated name: which one
     code = _watch(backend, job, stream_logs=logs)
     raise typer.Exit(code)
+
+
+def _is_command(argv: list[str]) -> bool:
+    """A command rather than a manifest: several words, a .py script, or an executable."""
+    import shutil
+
+    if len(argv) != 1:
+        return len(argv) > 1
+    arg = argv[0]
+    if arg == "-" or arg.endswith((".yaml", ".yml", ".json")):
+        return False
+    return (
+        arg.endswith(".py")
+        or (os.access(arg, os.X_OK) and not os.path.isdir(arg))
+        or ("/" not in arg and shutil.which(arg) is not None)
+    )
+
+
+def _script_manifest(argv: list[str], namespace: str | None, *opts: Any) -> dict[str, Any]:
+    from trainop.backends.local.api import build_generated_name
+    from trainop.cli.script_job import (
+        DEFAULT_IMAGE,
+        ScriptJob,
+        ScriptJobError,
+        build_name_prefix,
+        build_script_job,
+        check_nproc,
+        compute_nnodes,
+        parse_env,
+    )
+
+    nnodes, workers, nproc, j, name, image, env, gpu, max_restarts = opts
+    try:
+        n, j_nproc = compute_nnodes(nnodes, workers, j)
+        if nproc is not None and j_nproc is not None:
+            raise ScriptJobError("-j and --nproc-per-node both say how many processes per node; use one")
+        wanted = nproc or j_nproc
+        nproc = check_nproc(wanted) if wanted else None
+        spec = ScriptJob(
+            command=tuple(argv),
+            # A name, not generateName: kubectl apply (the --dry-run output's use) needs one.
+            name=name or build_generated_name(build_name_prefix(argv)),
+            nnodes=n,
+            nproc_per_node=nproc,
+            image=image or DEFAULT_IMAGE,
+            env=parse_env(env or []),
+            gpus=gpu,
+            max_restarts=max_restarts,
+            namespace=namespace,
+        )
+        return build_script_job(spec)
+    except ScriptJobError as exc:
+        _fail(str(exc), EXIT_INVALID)
 
 
 def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int:
@@ -385,11 +537,13 @@ def _state_style(state: str) -> str:
 @app.command()
 def get(
     kind_or_name: Annotated[
-        str | None, typer.Argument(metavar="[KIND]", help="A kind (pytorchjobs …) or a job name.")
+        str | None, typer.Argument(metavar="KIND", help="A kind (pytorchjobs …) or a job name.")
     ] = None,
-    name: Annotated[str | None, typer.Argument(metavar="[NAME]")] = None,
+    name: Annotated[str | None, typer.Argument(metavar="NAME")] = None,
     namespace: NamespaceOpt = "default",
-    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A")] = False,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
+    ] = False,
     output: Annotated[
         str | None, typer.Option("--output", "-o", help="yaml or json (the job objects).")
     ] = None,
@@ -517,7 +671,7 @@ def logs(
 
 @app.command()
 def delete(
-    names: Annotated[list[str], typer.Argument(metavar="NAME...")],
+    names: Annotated[list[str], typer.Argument(metavar="NAME")],
     namespace: NamespaceOpt = "default",
     grace_period: Annotated[
         float | None,
