@@ -1,4 +1,4 @@
-"""Pure formatting helpers of the CLI: durations in, ages and replica summaries out. No I/O.
+"""Pure formatting helpers of the CLI: durations in; ages, replica summaries and pod rows out. No I/O.
 
 The API models load only when a replica summary is asked for, so ``trainop --version`` and
 ``--help`` start without pydantic.
@@ -7,7 +7,8 @@ The API models load only when a replica summary is asked for, so ``trainop --ver
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
@@ -67,3 +68,73 @@ def format_replicas(job: TrainingJob) -> str:
             text += f" ({st.failed} failed)"
         out.append(text)
     return ", ".join(out)
+
+
+def _rfc3339_ts(value: object) -> float | None:
+    from datetime import datetime
+
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def format_pod_status(pod: Mapping[str, Any]) -> str:
+    """kubectl get pods' STATUS (kubectl's printPod): the phase, or what an init container, then a
+    container, is waiting on or ended with; ``Terminating`` while being deleted."""
+    status = pod.get("status") or {}
+    reason = str(status.get("reason") or status.get("phase") or "Pending")
+    inits = status.get("initContainerStatuses") or []
+    initializing = False
+    for i, cs in enumerate(inits):
+        state = cs.get("state") or {}
+        term, waiting = state.get("terminated"), state.get("waiting")
+        if term and term.get("exitCode") == 0:
+            continue
+        initializing = True
+        if term:
+            reason = "Init:" + (term.get("reason") or f"ExitCode:{term.get('exitCode')}")
+        elif waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
+            reason = "Init:" + waiting["reason"]
+        else:
+            reason = f"Init:{i}/{len(inits)}"
+        break
+    if not initializing:
+        running = False
+        for cs in reversed(status.get("containerStatuses") or []):
+            state = cs.get("state") or {}
+            if (state.get("waiting") or {}).get("reason"):
+                reason = state["waiting"]["reason"]
+            elif state.get("terminated"):
+                term = state["terminated"]
+                reason = term.get("reason") or f"ExitCode:{term.get('exitCode')}"
+            elif state.get("running") and cs.get("ready"):
+                running = True
+        if reason == "Completed" and running:
+            reason = "Running"
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        reason = "Terminating"
+    return reason
+
+
+def build_pod_row(pod: Mapping[str, Any], now: float) -> list[str]:
+    """NAME, READY, STATUS, RESTARTS (with how long ago the last one was), AGE: kubectl get pods."""
+    status = pod.get("status") or {}
+    containers = status.get("containerStatuses") or []
+    ready = sum(1 for cs in containers if cs.get("ready"))
+    wanted = len(((pod.get("spec") or {}).get("containers")) or containers)
+    restarts = sum(int(cs.get("restartCount") or 0) for cs in containers)
+    restart_text = str(restarts)
+    last = [
+        t
+        for cs in containers
+        if (t := _rfc3339_ts(((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")))
+    ]
+    if restarts and last:
+        restart_text += f" ({format_age(now - max(last))} ago)"
+    meta = pod.get("metadata") or {}
+    created = _rfc3339_ts(meta.get("creationTimestamp")) or _rfc3339_ts(status.get("startTime"))
+    age = format_age(now - created) if created else "?"
+    return [str(meta.get("name", "")), f"{ready}/{wanted}", format_pod_status(pod), restart_text, age]

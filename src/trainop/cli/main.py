@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from trainop.cli.format import format_age, format_replicas, parse_duration
+from trainop.cli.format import format_age, parse_duration
 from trainop.cli.help import install_plain_help
 from trainop.cli.operator_cmd import register as register_operator
 
@@ -40,8 +40,19 @@ app = typer.Typer(
 )
 register_operator(app)
 install_plain_help()
+# Shell completion: typer's own per-shell classes answer the scripts `trainop completion SHELL`
+# prints. They are registered only when a shell asks (typer's add_completion would register them,
+# and add --install-completion, on every start; kubectl's habit is a completion command instead).
+_COMPLETE_VAR = "_TRAINOP_COMPLETE"
+if _COMPLETE_VAR in os.environ:
+    from typer._completion_classes import completion_init
+
+    completion_init()
 
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
+_JobName = Annotated[
+    str, typer.Argument(metavar="NAME", autocompletion=lambda ctx, incomplete: _job_names(ctx, incomplete))
+]
 # pydantic looks for plugins in every installed distribution's entry points when it builds its first
 # model: about 20 ms of every command in a virtualenv that also holds torch, TensorFlow, JAX …, on
 # the path from `trainop submit` to the replicas running. trainop uses no pydantic plugin; the
@@ -215,6 +226,31 @@ def _dump(objs: Any, output: str) -> None:
 def _check_output(output: str | None, allowed: tuple[str, ...]) -> None:
     if output is not None and output not in allowed:
         _fail(f'unknown output format "{output}"; use one of: {", ".join(allowed)}', EXIT_INVALID)
+
+
+def _kind_plurals() -> list[str]:
+    from trainop.api.kinds import KIND_INFO
+
+    return [info.plural for info in KIND_INFO.values()]
+
+
+def _job_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of a job name: the jobs of the namespace typed so far (-n), never an error
+    (a completion that fails prints nothing), never a home created for it."""
+    try:
+        from trainop.backends.local.api import LocalBackend
+
+        backend = LocalBackend(env=os.environ)
+        if not backend.paths.home.is_dir():
+            return []
+        try:
+            namespace = (ctx.params.get("namespace") if ctx else None) or "default"
+            rows = backend.store.list_jobs(namespace)
+        finally:
+            backend.close()
+        return sorted(r.name for r in rows if r.name.startswith(incomplete))
+    except Exception:
+        return []
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -534,64 +570,172 @@ def _state_style(state: str) -> str:
     }.get(state, "bold")
 
 
+_OUTPUT_HELP = "yaml, json, wide, name or jsonpath=TEMPLATE (kubectl's)."
+
+
+def _selector(text: str | None) -> Any:
+    if text is None:
+        return None
+    from trainop.cli.selectors import SelectorError, parse_selector
+
+    try:
+        return parse_selector(text)
+    except SelectorError as exc:
+        _fail(str(exc), EXIT_INVALID)
+
+
+def _output(output: str | None) -> None:
+    from trainop.cli.listing import OutputError, check_output
+
+    try:
+        check_output(output)
+    except OutputError as exc:
+        _fail(str(exc), EXIT_INVALID)
+
+
+def _print_objects(objs: list[dict[str, Any]], output: str, single: bool) -> None:
+    from trainop.cli.jsonpath import JsonPathError
+    from trainop.cli.listing import render_objects
+
+    try:
+        typer.echo(render_objects(objs, output, single), nl=False)
+    except JsonPathError as exc:
+        _fail(f"jsonpath: {exc}", EXIT_INVALID)
+
+
 @app.command()
 def get(
     kind_or_name: Annotated[
-        str | None, typer.Argument(metavar="KIND", help="A kind (pytorchjobs …) or a job name.")
+        str | None,
+        typer.Argument(
+            metavar="KIND",
+            help="A kind (pytorchjobs …), pods (the replicas), or a job name.",
+            autocompletion=lambda incomplete: [
+                w for w in ("pods", *_kind_plurals()) if w.startswith(incomplete)
+            ],
+        ),
     ] = None,
-    name: Annotated[str | None, typer.Argument(metavar="NAME")] = None,
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="NAME", autocompletion=lambda ctx, incomplete: _job_names(ctx, incomplete)),
+    ] = None,
     namespace: NamespaceOpt = "default",
     all_namespaces: Annotated[
         bool, typer.Option("--all-namespaces", "-A", help="Jobs of every namespace.")
     ] = False,
-    output: Annotated[
-        str | None, typer.Option("--output", "-o", help="yaml or json (the job objects).")
+    output: Annotated[str | None, typer.Option("--output", "-o", help=_OUTPUT_HELP)] = None,
+    selector: Annotated[
+        str | None,
+        typer.Option(
+            "--selector", "-l", help="Labels to match: key=value, key!=value, key, !key, key in (a,b)."
+        ),
     ] = None,
+    watch: Annotated[
+        bool, typer.Option("--watch", "-w", help="After the list, a row each time one changes (Ctrl-C ends).")
+    ] = False,
 ) -> None:
-    """List jobs (NAME, STATE, AGE, REPLICAS), like kubectl get."""
-    _check_output(output, ("yaml", "json"))
+    """List jobs (NAME, STATE, AGE, REPLICAS), or their replicas with get pods, like kubectl get."""
+    from trainop.cli.listing import POD_WORDS
+
+    _output(output)
+    reqs = _selector(selector)
     backend = _backend()
+    scope = None if all_namespaces else namespace
+    if kind_or_name and kind_or_name.lower() in POD_WORDS:
+        _get_pods(backend, scope, name, reqs, output, watch)
+        return
     kind = _kind_arg(kind_or_name) if kind_or_name else None
     if kind_or_name and kind is None:
         if name is not None:
             from trainop.api.kinds import KIND_INFO
 
             plurals = ", ".join(info.plural for info in KIND_INFO.values())
-            _fail(f'unknown kind "{kind_or_name}"; use one of: {plurals}', EXIT_INVALID)
+            _fail(f'unknown kind "{kind_or_name}"; use one of: {plurals}, pods', EXIT_INVALID)
         name = kind_or_name
-    if name is not None:
-        jobs = [_call(backend.get, name, namespace, kind)]
-    else:
-        jobs = _call(backend.list_jobs, None if all_namespaces else namespace, kind)
-    if output:
-        objs = [j.to_dict() for j in jobs]
-        _dump(objs[0] if name is not None else {"apiVersion": "v1", "kind": "List", "items": objs}, output)
-        return
-    if not jobs:
-        _console(stderr=True).print(_escape(_no_jobs(backend, kind, None if all_namespaces else namespace)))
-        return
-    from rich.table import Table
+    from trainop.backends.base import JobNotFoundError, detect_state
+    from trainop.cli.listing import build_job_columns, build_job_row, job_restarts, select_jobs
 
-    from trainop.backends.base import detect_state
-    from trainop.cli.describe import print_table
+    def current() -> list[TrainingJob]:
+        if name is None:
+            return list(_call(select_jobs, backend, scope, kind, reqs))
+        try:
+            return [backend.get(name, namespace, kind)]
+        except JobNotFoundError:
+            return []
 
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    if all_namespaces:
-        table.add_column("NAMESPACE")
-    table.add_column("NAME")
-    if kind is None:
-        table.add_column("KIND")
-    for col in ("STATE", "AGE", "REPLICAS"):
-        table.add_column(col)
-    for j in jobs:
-        state = detect_state(j)
-        cells = [j.namespace] if all_namespaces else []
-        cells.append(j.name)
-        if kind is None:
-            cells.append(j.kind)
-        cells += [f"[{_state_style(state)}]{state}[/]", _age(j), format_replicas(j)]
-        table.add_row(*cells)
-    print_table(_console(), table)
+    jobs = [_call(backend.get, name, namespace, kind)] if name is not None else current()
+    if output not in (None, "wide"):
+        _print_objects([j.to_dict() for j in jobs], output, single=name is not None)
+        return
+    if not jobs and not watch:
+        _console(stderr=True).print(_escape(_no_jobs(backend, kind, scope)))
+        return
+    wide = output == "wide"
+    columns = build_job_columns(all_namespaces, kind, wide)
+
+    def snapshot() -> dict[tuple[str, str], list[str]]:
+        rows = {}
+        now = time.time()
+        for j in current():
+            restarts = None
+            if wide:
+                row = backend.store.find_job(j.namespace, j.name)
+                restarts = job_restarts(backend.store.list_pods(row.uid)) if row else 0
+            rows[(j.namespace, j.name)] = build_job_row(
+                j, detect_state(j), all_namespaces, kind, restarts, now
+            )
+        return rows
+
+    _print_and_watch(columns, snapshot, watch, "STATE")
+
+
+def _print_and_watch(columns: list[str], snapshot: Any, watch: bool, state_column: str) -> None:
+    from trainop.cli.listing import Table, watch_rows
+
+    table = Table(columns, sys.stdout)
+    first = snapshot()
+    table.print_rows(list(first.values()), header=True)
+    if not watch:
+        return
+    state_at, age_at = columns.index(state_column), columns.index("AGE")
+
+    def gone(row: list[str]) -> list[str]:
+        return [*row[:state_at], "Deleted", *row[state_at + 1 :]]
+
+    try:
+        watch_rows(snapshot, table, gone, first, lambda r: r[:age_at] + r[age_at + 1 :])
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _get_pods(
+    backend: LocalBackend, scope: str | None, name: str | None, reqs: Any, output: str | None, watch: bool
+) -> None:
+    """The replicas as kubectl get pods shows pods: NAME READY STATUS RESTARTS AGE (wide: PID, PORT,
+    NODE, JOB). ``name`` is a pod's name or a job's."""
+    from trainop.cli.listing import POD_COLUMNS, POD_WIDE, build_pod_cells, list_pods
+
+    found = _call(list_pods, backend, scope, name, reqs)
+    if output not in (None, "wide"):
+        _print_objects([p for _, p, _ in found], output, single=name is not None and len(found) == 1)
+        return
+    if not found and not watch:
+        where = f"in namespace {scope}" if scope else "in any namespace"
+        what = f" named \"{name}\" (a pod's or a job's name)" if name else ""
+        _console(stderr=True).print(_escape(f"No pods{what} {where}."))
+        return
+    wide = output == "wide"
+    columns = (["NAMESPACE"] if scope is None else []) + POD_COLUMNS + (POD_WIDE if wide else [])
+
+    def snapshot() -> dict[tuple[str, str], list[str]]:
+        now = time.time()
+        return {
+            (j.namespace, p["metadata"]["name"]): ([j.namespace] if scope is None else [])
+            + build_pod_cells(j, p, port, wide, now)
+            for j, p, port in list_pods(backend, scope, name, reqs)
+        }
+
+    _print_and_watch(columns, snapshot, watch, "STATUS")
 
 
 def _no_jobs(backend: LocalBackend, kind: str | None, namespace: str | None) -> str:
@@ -615,7 +759,7 @@ def _no_jobs(backend: LocalBackend, kind: str | None, namespace: str | None) -> 
 
 
 @app.command()
-def describe(name: str, namespace: NamespaceOpt = "default") -> None:
+def describe(name: _JobName, namespace: NamespaceOpt = "default") -> None:
     """Spec summary, conditions, replica statuses, processes and events of a job."""
     from trainop.cli.describe import print_details
 
@@ -626,7 +770,7 @@ def describe(name: str, namespace: NamespaceOpt = "default") -> None:
 
 @app.command()
 def logs(
-    name: str,
+    name: Annotated[str, typer.Argument(autocompletion=lambda ctx, incomplete: _job_names(ctx, incomplete))],
     replica: Annotated[
         str | None, typer.Option("--replica", "-r", help="One replica, e.g. worker-1 (default: all).")
     ] = None,
@@ -639,28 +783,73 @@ def logs(
     previous: Annotated[
         bool, typer.Option("--previous", "-p", help="The attempt before the current one.")
     ] = False,
+    tail: Annotated[
+        int | None, typer.Option("--tail", help="Only the last N lines of each container (then -f goes on).")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only attempts alive in the last DURATION (e.g. 10m): runs, not lines."),
+    ] = None,
+    timestamps: Annotated[
+        bool,
+        typer.Option(
+            "--timestamps", help="With -f: stamp each new line as it arrives (RFC 3339, as kubectl)."
+        ),
+    ] = False,
     namespace: NamespaceOpt = "default",
 ) -> None:
     """Print a job's logs (all replicas prefixed, or one replica as is)."""
     from rich.text import Text
 
+    from trainop.cli.logview import LineFilter, compute_attempts_since, count_lines, format_stamp
+
+    if tail is not None and tail < 0:
+        tail = None  # kubectl's --tail=-1: everything
+    if timestamps and not follow:
+        _fail(
+            "--timestamps needs -f: the local backend does not record when a past line was written (replicas "
+            "write straight to their log files); with -f each new line is stamped as it arrives",
+            EXIT_INVALID,
+        )
+    cutoff = None
+    if since is not None:
+        try:
+            cutoff = time.time() - parse_duration(since)
+        except ValueError as exc:
+            _fail(str(exc), EXIT_INVALID)
     backend = _backend()
     console = _console()
     colors: dict[str, str] = {}
+    job = _call(backend.get, name, namespace)
+    defaults = _default_containers(job)
+    backlog = count_lines(
+        _call(
+            list,
+            _call(backend.logs, name, namespace, replica=replica, container=container, previous=previous),
+        )
+    )
+    attempts = None
+    if cutoff is not None:
+        row = backend.store.find_job(namespace, name)
+        attempts = compute_attempts_since(backend.store.list_processes(row.uid) if row else [], name, cutoff)
+    chooser = LineFilter(backlog, tail, attempts)
     lines = _call(
         backend.logs, name, namespace, replica=replica, container=container, follow=follow, previous=previous
     )
-    defaults = _default_containers(_call(backend.get, name, namespace))
     try:
         printed = False
         for line in _call(list, lines) if not follow else lines:
             printed = True
+            show, old = chooser.accept(line)
+            if not show:
+                continue
+            stamp = "" if not timestamps else ("-" if old else format_stamp(time.time())) + " "
             if replica is not None:
-                typer.echo(line.text)
+                typer.echo(stamp + line.text)
                 continue
             label = line.replica if line.container in defaults else f"{line.replica}/{line.container}"
             colors.setdefault(label, _PALETTE[len(colors) % len(_PALETTE)])
-            console.print(Text.assemble((f"{label} | ", colors[label]), line.text))
+            console.print(Text.assemble(stamp, (f"{label} | ", colors[label]), line.text))
         if not printed and previous:
             _fail(
                 f"no previous attempt for {replica or name}: the container has not restarted", EXIT_NOT_FOUND
@@ -671,8 +860,23 @@ def logs(
 
 @app.command()
 def delete(
-    names: Annotated[list[str], typer.Argument(metavar="NAME")],
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="NAME",
+            help="Jobs to delete (a kind first is allowed, as kubectl: pytorchjob NAME).",
+            autocompletion=lambda ctx, incomplete: _job_names(ctx, incomplete),
+            show_default=False,
+        ),
+    ] = None,
     namespace: NamespaceOpt = "default",
+    all_jobs: Annotated[bool, typer.Option("--all", help="Every job of the namespace (or of KIND).")] = False,
+    selector: Annotated[
+        str | None, typer.Option("--selector", "-l", help="The jobs whose labels match (as get -l).")
+    ] = None,
+    file: Annotated[
+        Path | None, typer.Option("--filename", "-f", help="The jobs a manifest names (- for stdin).")
+    ] = None,
     grace_period: Annotated[
         float | None,
         typer.Option("--grace-period", help="Seconds between SIGTERM and SIGKILL (default: the pod's)."),
@@ -681,12 +885,44 @@ def delete(
 ) -> None:
     """Delete jobs: SIGTERM to every replica, SIGKILL after terminationGracePeriodSeconds; state and logs go.
     A name that is not found does not stop the others (exit 3 at the end, as kubectl)."""
+    args = list(names or [])
+    kind = _kind_arg(args[0]) if args else None
+    if kind is not None:
+        args = args[1:]
+    ways = [
+        w for w, given in (("NAME", bool(args)), ("--all", all_jobs), ("-l", selector), ("-f", file)) if given
+    ]
+    if len(ways) != 1:
+        _fail(
+            "say which jobs: NAME..., --all, -l SELECTOR or -f FILE"
+            + (f" (one of them, not {' and '.join(ways)})" if ways else ""),
+            EXIT_INVALID,
+        )
     backend = _backend()
+    targets: list[tuple[str, str, str | None]] = [
+        (n, namespace, kind) for n in args
+    ]  # (name, namespace, kind)
+    if file is not None:
+        for m in _read_manifests(file):
+            raw = m.get("metadata")
+            meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            if not meta.get("name"):
+                _fail(f"{file}: a job without metadata.name cannot be deleted by file", EXIT_INVALID)
+            targets.append(
+                (str(meta["name"]), str(meta.get("namespace") or namespace), _kind_arg(str(m.get("kind"))))
+            )
+    elif all_jobs or selector is not None:
+        from trainop.cli.listing import select_jobs
+
+        chosen = _call(select_jobs, backend, namespace, kind, _selector(selector))
+        targets += [(j.name, j.namespace, j.kind) for j in chosen]
+        if not chosen:
+            typer.echo("No resources found", err=True)
     code = EXIT_OK
-    for name in names:
+    for name, ns, k in targets:
         try:
-            job = _call(backend.get, name, namespace)
-            _call(backend.delete, name, namespace, wait=wait, grace=grace_period)
+            job = _call(backend.get, name, ns, k)
+            _call(backend.delete, name, ns, wait=wait, grace=grace_period)
         except typer.Exit as exc:
             code = exc.exit_code
             continue
@@ -696,7 +932,7 @@ def delete(
 
 @app.command()
 def wait(
-    name: str,
+    name: _JobName,
     for_: Annotated[
         str, typer.Option("--for", help="Condition to wait for: Succeeded, Failed, Running, Suspended …")
     ] = "Succeeded",
@@ -742,17 +978,39 @@ def render(
 
 
 @app.command()
-def suspend(name: str, namespace: NamespaceOpt = "default") -> None:
+def suspend(name: _JobName, namespace: NamespaceOpt = "default") -> None:
     """Suspend a job (runPolicy.suspend=true): its replicas are stopped until resume."""
     job = _call(_backend().set_suspend, name, True, namespace)
     typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} suspended")
 
 
 @app.command()
-def resume(name: str, namespace: NamespaceOpt = "default") -> None:
+def resume(name: _JobName, namespace: NamespaceOpt = "default") -> None:
     """Resume a suspended job: its replicas start again."""
     job = _call(_backend().set_suspend, name, False, namespace)
     typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} resumed")
+
+
+@app.command()
+def completion(
+    shell: Annotated[
+        str,
+        typer.Argument(
+            metavar="SHELL",
+            help="bash, zsh or fish.",
+            autocompletion=lambda incomplete: [
+                x for x in ("bash", "zsh", "fish") if x.startswith(incomplete)
+            ],
+        ),
+    ],
+) -> None:
+    """Print the shell completion script, as kubectl completion does: e.g. source <(trainop completion
+    bash) in ~/.bashrc; trainop completion fish > ~/.config/fish/completions/trainop.fish."""
+    if shell not in ("bash", "zsh", "fish"):
+        _fail(f'unknown shell "{shell}"; use bash, zsh or fish', EXIT_INVALID)
+    from typer._completion_shared import get_completion_script
+
+    typer.echo(get_completion_script(prog_name="trainop", complete_var=_COMPLETE_VAR, shell=shell))
 
 
 def main() -> None:  # pragma: no cover - console entry for ``python -m trainop.cli.main``

@@ -1,0 +1,186 @@
+"""``trainop get`` as kubectl's: jobs or their replicas as pods (``get pods``), ``-l`` selectors,
+``-o wide|name|yaml|json|jsonpath=…``, ``-w`` (a row each time one changes), and the job selection
+``delete --all / -l`` shares. Reads the store through ``LocalBackend``; changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from trainop.cli.format import build_pod_row, format_age, format_replicas
+from trainop.cli.selectors import Requirement, matches
+
+if TYPE_CHECKING:
+    from trainop.api.common import TrainingJob
+    from trainop.backends.local.api import LocalBackend
+
+POD_WORDS = ("pods", "pod", "po")
+OUTPUTS = ("yaml", "json", "wide", "name", "jsonpath=TEMPLATE")
+WATCH_POLL = 0.5
+
+
+class OutputError(ValueError):
+    pass
+
+
+def check_output(output: str | None) -> None:
+    if output is None or output in ("yaml", "json", "wide", "name") or output.startswith("jsonpath="):
+        return
+    if output.startswith("jsonpath"):
+        raise OutputError(f'"{output}": write -o jsonpath=TEMPLATE, e.g. -o jsonpath={{.metadata.name}}')
+    raise OutputError(f'unknown output format "{output}"; use one of: {", ".join(OUTPUTS)}')
+
+
+def select_jobs(
+    backend: LocalBackend, namespace: str | None, kind: str | None, selector: list[Requirement] | None
+) -> list[TrainingJob]:
+    jobs = backend.list_jobs(namespace, kind)
+    if selector is None:
+        return jobs
+    return [j for j in jobs if matches(j.metadata.labels, selector)]
+
+
+def job_restarts(pods: Sequence[dict[str, Any]]) -> int:
+    return sum(
+        int(cs.get("restartCount") or 0)
+        for p in pods
+        for cs in (p.get("status") or {}).get("containerStatuses") or []
+    )
+
+
+def _reason(job: TrainingJob) -> str:
+    for cond in reversed((job.status.conditions if job.status else None) or []):
+        if cond.status == "True":
+            return cond.reason or ""
+    return ""
+
+
+@dataclass
+class Table:
+    """Plain columns as kubectl prints them (three spaces apart); rows printed later (``-w``) keep
+    the widths seen so far."""
+
+    columns: list[str]
+    out: TextIO
+    widths: list[int] = field(default_factory=list)
+
+    def print_rows(self, rows: Sequence[Sequence[str]], header: bool) -> None:
+        lines = ([self.columns] if header else []) + [list(r) for r in rows]
+        if not self.widths:
+            self.widths = [0] * len(self.columns)
+        for r in lines:
+            self.widths = [max(w, len(c)) for w, c in zip(self.widths, r, strict=True)]
+        for r in lines:
+            text = "   ".join(c.ljust(w) for c, w in zip(r, self.widths, strict=True)).rstrip()
+            self.out.write(text + "\n")
+        self.out.flush()
+
+
+def build_job_columns(all_namespaces: bool, kind: str | None, wide: bool) -> list[str]:
+    cols = (["NAMESPACE"] if all_namespaces else []) + ["NAME"] + ([] if kind else ["KIND"])
+    cols += ["STATE", "AGE"] + (["RESTARTS", "REASON"] if wide else []) + ["REPLICAS"]
+    return cols
+
+
+def build_job_row(
+    job: TrainingJob, state: str, all_namespaces: bool, kind: str | None, restarts: int | None, now: float
+) -> list[str]:
+    created = job.metadata.creation_timestamp
+    age = format_age(now - created.timestamp()) if created else "?"
+    row = ([job.namespace] if all_namespaces else []) + [job.name] + ([] if kind else [job.kind])
+    row += (
+        [state, age]
+        + ([str(restarts), _reason(job)] if restarts is not None else [])
+        + [format_replicas(job)]
+    )
+    return row
+
+
+POD_COLUMNS = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+POD_WIDE = ["PID", "PORT", "NODE", "JOB"]
+
+
+def list_pods(
+    backend: LocalBackend, namespace: str | None, name: str | None, selector: list[Requirement] | None
+) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
+    """(job, pod, port) of every pod in scope: ``name`` is a pod's name, or a job's (its pods)."""
+    out = []
+    for job in backend.list_jobs(namespace):
+        row = backend.store.find_job(job.namespace, job.name)
+        if row is None:
+            continue
+        ports = backend.store.job_ports(row.uid)
+        for pod in backend.store.list_pods(row.uid):
+            meta = pod.get("metadata") or {}
+            if name is not None and name not in (meta.get("name"), job.name):
+                continue
+            if selector is not None and not matches(meta.get("labels"), selector):
+                continue
+            labels = meta.get("labels") or {}
+            rtype = str(labels.get("training.kubeflow.org/replica-type", ""))
+            index = str(labels.get("training.kubeflow.org/replica-index", ""))
+            port = next((p for (t, i), p in ports.items() if t.lower() == rtype and str(i) == index), None)
+            out.append((job, pod, port))
+    return out
+
+
+def build_pod_cells(
+    job: TrainingJob, pod: dict[str, Any], port: int | None, wide: bool, now: float
+) -> list[str]:
+    cells = build_pod_row(pod, now)
+    if wide:
+        pids = [
+            str(cs["containerID"]).removeprefix("local://")
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []
+            if "running" in (cs.get("state") or {}) and str(cs.get("containerID", "")).startswith("local://")
+        ]
+        node = str((pod.get("spec") or {}).get("nodeName") or "<none>")
+        cells += [",".join(pids) or "<none>", str(port) if port else "<none>", node, job.name]
+    return cells
+
+
+def render_objects(objs: list[dict[str, Any]], output: str, single: bool) -> str:
+    """yaml, json, name or jsonpath text for ``objs`` (one object when ``single``, else a List)."""
+    from trainop.cli.jsonpath import render_jsonpath
+
+    if output == "name":
+        return "".join(f"{_resource(o)}/{o['metadata']['name']}\n" for o in objs)
+    doc: Any = objs[0] if single else {"apiVersion": "v1", "kind": "List", "items": objs}
+    if output.startswith("jsonpath="):
+        return render_jsonpath(output.removeprefix("jsonpath="), doc)
+    if output == "json":
+        return json.dumps(doc, indent=2) + "\n"
+    import yaml
+
+    return str(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _resource(obj: dict[str, Any]) -> str:
+    kind = str(obj.get("kind", ""))
+    return "pod" if kind == "Pod" else f"{kind.lower()}.kubeflow.org"
+
+
+def watch_rows(
+    snapshot: Callable[[], dict[tuple[str, str], list[str]]],
+    table: Table,
+    gone_row: Callable[[list[str]], list[str]],
+    first: dict[tuple[str, str], list[str]],
+    stable: Callable[[list[str]], list[str]],
+) -> None:
+    """``-w``: after the first table, a row each time an object changes (its AGE aside), and one
+    for each that goes away. Runs until interrupted."""
+    seen = {k: stable(v) for k, v in first.items()}
+    rows = dict(first)
+    while True:
+        time.sleep(WATCH_POLL)
+        now_rows = snapshot()
+        changed = [r for k, r in now_rows.items() if seen.get(k) != stable(r)]
+        gone = [gone_row(rows[k]) for k in rows if k not in now_rows]
+        if changed or gone:
+            table.print_rows(changed + gone, header=False)
+        seen = {k: stable(v) for k, v in now_rows.items()}
+        rows = now_rows
