@@ -495,6 +495,8 @@ class TrainingClient:
         ]
         container = constants.JOB_PARAMETERS[kind]["container"]
         names = [str(p.metadata.name) for p in pods]
+        if not names:
+            self._warn_no_log_pods(name, ns, is_master, replica_type, replica_index, timeout)
         logs: dict[str, str] = {}
         if follow:
             logs = self._follow_logs(ns, name, names, container, timeout)
@@ -510,6 +512,35 @@ class TrainingClient:
         if verbose:
             events = self._job_events(kind, ns, name, pods, timeout)
         return logs, events
+
+    def _warn_no_log_pods(
+        self,
+        name: str,
+        namespace: str,
+        is_master: bool,
+        replica_type: str | None,
+        replica_index: int | None,
+        timeout: int,
+    ) -> None:
+        """Nothing matched: upstream returns empty dicts (kept, for a drop-in), which reads as "no
+        output"; a warning names the replicas and containers the job has, so a typo shows."""
+        wanted = ("the master" if is_master else "") + (f" {replica_type}" if replica_type else "")
+        if replica_index is not None:
+            wanted += f" index {replica_index}"
+        pods = self.get_job_pods(name, namespace, timeout=timeout)
+        listed = [
+            f"{p.metadata.name} ({p.status.phase if p.status else 'Pending'}; containers: "
+            + ", ".join(str(c.get("name")) for c in (p.to_dict().get("spec") or {}).get("containers") or [])
+            + ")"
+            for p in pods
+        ]
+        logger.warning(
+            "get_job_logs(%r): no running or finished pod of %s matches%s; its pods: %s",
+            name,
+            namespace,
+            f" ({wanted.strip()})" if wanted.strip() else "",
+            "; ".join(listed) if listed else "none (not created yet, or removed when the job finished)",
+        )
 
     def _follow_logs(
         self, namespace: str, job: str, pods: list[str], container: str, timeout: int
