@@ -21,6 +21,8 @@ LABEL_APP: Final = "app"  # MPI's ConfigMap / ServiceAccount label (§3.9)
 LABEL_KUEUE_QUEUE: Final = "kueue.x-k8s.io/queue-name"
 
 ANNOTATION_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
+# trainop's own: when `trainop run` was interrupted (Ctrl-C, SIGTERM); the job is kept, suspended.
+ANNOTATION_INTERRUPTED: Final = "trainop.dev/interrupted"
 
 # runPolicy.managedBy (§1.2, §4.11)
 MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from trainop.api.common import TrainingJob
-from trainop.api.constants import ENV_TRAINOP_JOB_UID
+from trainop.api.constants import ANNOTATION_INTERRUPTED, ENV_TRAINOP_JOB_UID
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
@@ -468,10 +468,27 @@ class LocalBackend:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(row.supervisor_pid, signal.SIGUSR1)
 
-    def set_suspend(self, name: str, suspend: bool, namespace: str = "default") -> TrainingJob:
-        """runPolicy.suspend := ``suspend`` (a spec update, as ``kubectl patch`` would make)."""
+    def set_suspend(
+        self, name: str, suspend: bool, namespace: str = "default", *, interrupted: bool = False
+    ) -> TrainingJob:
+        """runPolicy.suspend := ``suspend`` (a spec update, as ``kubectl patch`` would make).
+
+        ``interrupted`` (``trainop run``'s Ctrl-C): the job is also annotated with the time
+        (trainop.dev/interrupted), so that it reads as interrupted rather than suspended by a user;
+        its replicas stop as a suspend stops them (SIGTERM, their grace period, SIGKILL) while its
+        record, state and logs stay. Resuming removes the mark."""
         row = self._row(name, namespace)
         manifest = copy.deepcopy(row.manifest)
+        meta = manifest.setdefault("metadata", {})
+        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+        if interrupted:
+            annotations[ANNOTATION_INTERRUPTED] = rfc3339(time.time())
+        elif not suspend:
+            annotations.pop(ANNOTATION_INTERRUPTED, None)
+        if annotations:
+            meta["annotations"] = annotations
+        else:
+            meta.pop("annotations", None)
         spec = manifest.setdefault("spec", {})
         run_policy = spec.get("runPolicy")
         if not isinstance(run_policy, dict):
