@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainop.api.constants import ANNOTATION_INTERRUPTED
 from trainop.api.defaults import apply_defaults
 from trainop.backends.base import detect_state
 from trainop.backends.local.api import JobDetails, replica_label
@@ -84,6 +85,12 @@ def print_details(console: Console, d: JobDetails) -> None:
     defaulted = apply_defaults(job)
     rp = defaulted.run_policy
     state = detect_state(job) + (" (deleting)" if d.deleting else "")
+    interrupted = (job.metadata.annotations or {}).get(ANNOTATION_INTERRUPTED)
+    if interrupted and detect_state(job) == "Suspended":
+        state = (
+            f"Interrupted at {interrupted} (trainop run was stopped; its replicas were stopped, its logs kept: "
+            f"trainop resume {job.name} runs it again, trainop delete {job.name} removes it)"
+        )
     created = job.metadata.creation_timestamp
     sup = d.supervisor
     if sup.alive:

@@ -52,6 +52,18 @@ def job_restarts(pods: Sequence[dict[str, Any]]) -> int:
     )
 
 
+def compute_display_state(job: TrainingJob) -> str:
+    """The STATE column: the newest True condition, ``Interrupted`` for a job ``trainop run``'s Ctrl-C
+    suspended (annotated trainop.dev/interrupted) rather than a user's suspend."""
+    from trainop.api.constants import ANNOTATION_INTERRUPTED
+    from trainop.backends.base import detect_state
+
+    state = detect_state(job)
+    if state == "Suspended" and ANNOTATION_INTERRUPTED in (job.metadata.annotations or {}):
+        return "Interrupted"
+    return state
+
+
 def _reason(job: TrainingJob) -> str:
     for cond in reversed((job.status.conditions if job.status else None) or []):
         if cond.status == "True":

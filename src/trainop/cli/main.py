@@ -652,8 +652,14 @@ def get(
             plurals = ", ".join(info.plural for info in KIND_INFO.values())
             _fail(f'unknown kind "{kind_or_name}"; use one of: {plurals}, pods', EXIT_INVALID)
         name = kind_or_name
-    from trainop.backends.base import JobNotFoundError, detect_state
-    from trainop.cli.listing import build_job_columns, build_job_row, job_restarts, select_jobs
+    from trainop.backends.base import JobNotFoundError
+    from trainop.cli.listing import (
+        build_job_columns,
+        build_job_row,
+        compute_display_state,
+        job_restarts,
+        select_jobs,
+    )
 
     def current() -> list[TrainingJob]:
         if name is None:
@@ -682,7 +688,7 @@ def get(
                 row = backend.store.find_job(j.namespace, j.name)
                 restarts = job_restarts(backend.store.list_pods(row.uid)) if row else 0
             rows[(j.namespace, j.name)] = build_job_row(
-                j, detect_state(j), all_namespaces, kind, restarts, now
+                j, compute_display_state(j), all_namespaces, kind, restarts, now
             )
         return rows
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from local_harness import running_pids, wait_for
+from local_harness import run_cli, running_pids, wait_for
 
 from trainop.api.constants import ANNOTATION_INTERRUPTED
 from trainop.backends.base import detect_state
@@ -35,6 +35,8 @@ def test_interrupt_stops_replicas_keeps_the_job_and_their_last_words(
     got = {
         "state": detect_state(job),
         "marked": ANNOTATION_INTERRUPTED in (job.metadata.annotations or {}),
+        "get": run_cli("get", "ck").stdout.splitlines()[1].split()[:3],
+        "describe": "State:       Interrupted at " in run_cli("describe", "ck").stdout,
         "last words": sorted(
             f"{line.replica}: {line.text}" for line in backend.logs("ck") if "checkpoint" in line.text
         ),
@@ -42,6 +44,8 @@ def test_interrupt_stops_replicas_keeps_the_job_and_their_last_words(
     assert got == {
         "state": "Suspended",
         "marked": True,
+        "get": ["ck", "PyTorchJob", "Interrupted"],
+        "describe": True,
         "last words": ["master-0: saving checkpoint", "worker-0: saving checkpoint"],
     }
     resumed = backend.set_suspend("ck", False)
