@@ -1,43 +1,234 @@
-"""make bench-k8s: the operator on the real test control plane, against a floor measured in the same run.
+"""make bench-k8s: trainop's operator against the real Kubeflow Training Operator v1.9.4, side by side.
 
-500 PyTorchJobs x (1 Master + 3 Workers) are created at once; the operator (a subprocess, like in
-production, at --kube-api-qps/--kube-api-burst 200/400) must create 2,000 pods and 2,000 Services
-and bring every job to Running (kwok plays kubelet). Printed: seconds from the first and from the
-last job created until every pod and Service exists and until every job is Running; API requests
-per job; the operator's peak RSS and CPU seconds. The floor: the same 4,000 objects created by a
-bare async client through the same 200/400 token bucket. Prints figures; asserts nothing.
+Both operators run alternately (A B A B ...) on a fresh test control plane each (hack/testenv; kwok
+plays kubelet), at equal QPS/burst and at each one's shipped defaults, for two shapes: many small
+PyTorchJobs (default 500 x (1 Master + 3 Workers)) and one big job (default 1 x (1 Master + 500
+Workers)). Upstream is built from the Go module proxy into the test control plane's binary cache once
+(``go install ...@v1.9.4``) and gets its own CRDs from the same module; its certificate readiness gate
+is satisfied as ../shared/reference/upstream-operator.md describes. The apiserver's audit log is the
+one clock for both: every figure but RSS and CPU comes from it. Pods are bound to nodes up front and
+succeed after ``--run-duration`` (so early jobs finish while later ones are still being created).
 
-    python tests/benchmarks/bench_k8s.py [--jobs 500] [--workers 3] [--qps 200] [--burst 400]
+Printed per run and as medians with ratios (trainop / upstream): seconds from the first job created
+until every pod and Service exists and until every job showed Running; p99 of master pod Succeeded
+-> job status Succeeded; jobs that never showed Running before Succeeded; peak RSS; CPU seconds; API
+requests (by verb and resource). Asserts nothing.
+
+    python tests/benchmarks/bench_k8s.py [--jobs 500] [--workers 3] [--big-workers 500] [--rounds 2]
+        [--modes equal,defaults] [--qps 200] [--burst 400] [--operators upstream,trainop]
+    (each option also as env: BENCH_K8S_JOBS=50 BENCH_K8S_BIG_WORKERS=0 BENCH_K8S_ROUNDS=1 ...)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
+import datetime as dt
+import json
 import os
+import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from lightkube import AsyncClient
 from lightkube.config.kubeconfig import KubeConfig
-from prometheus_client.parser import text_string_to_metric_families
 
 from trainop.backends.kubernetes import resources as r
-from trainop.backends.kubernetes.client import build_client, load_config
 from trainop.testing.builders import pytorch_job
-from trainop.testing.testenv import ControlPlane, K8sEnv, free_port, start_env, wait_for
+from trainop.testing.testenv import ControlPlane, K8sEnv, find_bin_dir, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_PODS = 110  # testenv's per-node pod capacity
+UPSTREAM_VERSION = "v1.9.4"
+UPSTREAM_PKG = "github.com/kubeflow/training-operator/cmd/training-operator.v1"
+UPSTREAM_BIN = "training-operator.v1"
+UPSTREAM_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # hard-coded in upstream
+UPSTREAM_NS = "kubeflow"
+UPSTREAM_SCHEMES = 6  # "Starting workers" once per enabled kind
+BENCH_UA = "bench-k8s"
+NS = "bench"
+
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  resources:
+  - {group: coordination.k8s.io, resources: [leases]}
+  - {group: "", resources: [nodes, nodes/status]}
+- level: None
+  nonResourceURLs: ["/*"]
+- level: Request
+  verbs: [update, patch]
+  resources:
+  - {group: "", resources: [pods/status]}
+  - {group: kubeflow.org, resources: ["*/status"]}
+- level: Metadata
+"""
+
+
+# --- building and starting upstream ------------------------------------------------------------------------
+
+
+def go_env(name: str) -> str:
+    return subprocess.run(["go", "env", name], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def ensure_upstream(bin_dir: Path) -> Path:
+    """The upstream binary in the test control plane's cache, built from the module proxy if missing."""
+    binary = bin_dir / UPSTREAM_BIN
+    if not os.access(binary, os.X_OK):
+        print(f"bench-k8s: building upstream {UPSTREAM_PKG}@{UPSTREAM_VERSION} into {bin_dir} (CPU-minutes)")
+        env = {**os.environ, "GOBIN": str(bin_dir), "CGO_ENABLED": "0"}
+        subprocess.run(["go", "install", f"{UPSTREAM_PKG}@{UPSTREAM_VERSION}"], check=True, env=env)
+    return binary
+
+
+def upstream_crds() -> Path:
+    return (
+        Path(go_env("GOMODCACHE"))
+        / f"github.com/kubeflow/training-operator@{UPSTREAM_VERSION}/manifests/base/crds"
+    )
+
+
+def _rsa_pem(key: rsa.RSAPrivateKey) -> bytes:
+    # PKCS#1 ("RSA PRIVATE KEY"): cert-controller only keeps keys it can parse this way.
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+
+
+def upstream_certs() -> dict[str, bytes]:
+    """A CA and serving pair upstream's cert rotator accepts as valid (so it never rotates them)."""
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+    until = now + dt.timedelta(days=3650)
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "training-operator-ca")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True
+        )
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("training-operator-ca")]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    dns = "training-operator.kubeflow.svc"
+    import ipaddress
+
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns)]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(until)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(dns), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    return {
+        "ca.crt": ca.public_bytes(pem),
+        "ca.key": _rsa_pem(ca_key),
+        "tls.crt": leaf.public_bytes(pem),
+        "tls.key": _rsa_pem(key),
+    }
+
+
+def prepare_upstream(env: K8sEnv) -> None:
+    """Pre-fill the webhook Secret and the hard-coded serving-cert directory (its readiness gate)."""
+    import base64
+
+    certs = upstream_certs()
+    env.create_namespace(UPSTREAM_NS)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "training-operator-webhook-cert", "namespace": UPSTREAM_NS},
+        "data": {k: base64.b64encode(v).decode() for k, v in certs.items()},
+    }
+    f = Path(tempfile.mkdtemp(prefix="bench-k8s-secret-")) / "secret.json"
+    f.write_text(json.dumps(secret))
+    env.kubectl("apply", "-f", str(f))
+    UPSTREAM_CERT_DIR.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.crt", "tls.key"):
+        (UPSTREAM_CERT_DIR / name).write_bytes(certs[name])
+
+
+# --- one run ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    op: str  # "upstream" | "trainop"
+    mode: str  # "equal" | "defaults"
+    jobs: int
+    workers: int
+    qps: float
+    burst: int
+    upstream_threads: int
+    trainop_threads: int | None
+    run_duration: str
+    timeout: float
+
+    @property
+    def shape(self) -> str:
+        return f"{self.jobs} x (1 Master + {self.workers} Workers)"
+
+
+def operator_cmd(cfg: Config, env: K8sEnv, bin_dir: Path) -> tuple[list[str], dict[str, str], int]:
+    health = free_port()
+    common = [
+        f"--metrics-bind-address=127.0.0.1:{free_port()}",
+        f"--health-probe-bind-address=127.0.0.1:{health}",
+    ]
+    e = {**os.environ, "KUBECONFIG": str(env.kubeconfig)}
+    if cfg.op == "upstream":
+        cmd = [str(bin_dir / UPSTREAM_BIN), *common, f"--webhook-server-port={free_port()}"]
+        if cfg.mode == "equal":
+            cmd += [f"--kube-api-qps={cfg.qps:g}", f"--kube-api-burst={cfg.burst}"]
+            cmd += [f"--controller-threads={cfg.upstream_threads}"]
+        e["MY_POD_NAMESPACE"] = UPSTREAM_NS
+        e.pop("TMPDIR", None)
+        return cmd, e, health
+    prof = os.environ.get("BENCH_K8S_PROFILE")  # a file: run trainop under cProfile
+    cmd = [sys.executable, *(["-m", "cProfile", "-o", prof] if prof else []), "-m", "trainop.operator"]
+    cmd += [f"--kubeconfig={env.kubeconfig}", "--enable-webhook=false", *common]
+    if cfg.mode == "equal":
+        cmd += [f"--kube-api-qps={cfg.qps:g}", f"--kube-api-burst={cfg.burst}"]
+        if cfg.trainop_threads:
+            cmd += [f"--controller-threads={cfg.trainop_threads}"]
+    return cmd, e, health
 
 
 def proc_stats(pid: int) -> tuple[float, float]:
@@ -48,231 +239,348 @@ def proc_stats(pid: int) -> tuple[float, float]:
             hwm = int(line.split()[1]) / 1024
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
-    cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
-    return hwm, cpu
+    return hwm, (int(fields[11]) + int(fields[12])) / ticks
 
 
-def scrape_requests(port: int) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    out: dict[str, float] = {}
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            if s.name == "rest_client_requests_total":
-                key = f"{s.labels['method']} {s.labels['code']}"
-                out[key] = out.get(key, 0.0) + s.value
-    return out
+def http_ok(port: int, path: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
 
 
-@dataclass
-class Progress:
-    """First-seen times of objects, fed by watches."""
-
-    t0: float
-    seen: dict[str, set[str]] = field(
-        default_factory=lambda: {"Pod": set(), "Service": set(), "Running": set()}
-    )
-    done_at: dict[str, float] = field(default_factory=dict)
-    targets: dict[str, int] = field(default_factory=dict)
-
-    def add(self, what: str, name: str) -> None:
-        bucket = self.seen[what]
-        if name in bucket:
-            return
-        bucket.add(name)
-        if len(bucket) >= self.targets.get(what, 1 << 30) and what not in self.done_at:
-            self.done_at[what] = time.monotonic()
-
-
-async def watch_into(
-    api: AsyncClient, res: Any, ns: str, on_event: Callable[[str, dict[str, Any]], None]
-) -> None:
-    async for kind, obj in api.watch(res, namespace=ns):
-        on_event(kind, dict(obj))
-
-
-def running(job: dict[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Running" and c.get("status") == "True"
-        for c in (job.get("status") or {}).get("conditions") or []
-    )
-
-
-def job_manifest(i: int, ns: str, workers: int, nodes: int) -> dict[str, Any]:
-    # Pods are bound to a kwok node up front (spec.nodeName), so the scheduler's own rate limit is not
-    # what gets measured; the floor below creates the very same pods.
+def job_manifest(i: int, cfg: Config, nodes: int) -> dict[str, Any]:
     node = f"kwok-node-{i % nodes}"
 
     def bind(t: dict[str, Any]) -> None:
-        t["spec"]["nodeName"] = node
+        t["spec"]["nodeName"] = node  # no kube-scheduler in what is measured
+        ann = t.setdefault("metadata", {}).setdefault("annotations", {})
+        ann.update({"sim.trainop.dev/outcome": "succeed", "sim.trainop.dev/run-duration": cfg.run_duration})
 
-    obj = pytorch_job(f"bench-{i:04d}").master(1).workers(workers).template(bind).build_dict()
-    obj["metadata"] = {"name": obj["metadata"]["name"], "namespace": ns}
+    obj = pytorch_job(f"bench-{i:04d}").master(1).workers(cfg.workers).template(bind).build_dict()
+    obj["metadata"] = {"name": obj["metadata"]["name"], "namespace": NS}
     return obj
 
 
-async def create_all(api: AsyncClient, objs: list[Any], concurrency: int) -> tuple[float, float]:
-    """Create every object; returns (monotonic time of the first response, of the last)."""
-    sem = asyncio.Semaphore(concurrency)
-    stamps: list[float] = []
-
-    async def one(o: Any) -> None:
-        async with sem:
-            await api.create(o)
-            stamps.append(time.monotonic())
-
-    await asyncio.gather(*(one(o) for o in objs))
-    return min(stamps), max(stamps)
+def condition_true(obj: dict[str, Any] | None, type_: str) -> bool:
+    conds = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in conds)
 
 
-def start_operator(env: K8sEnv, args: argparse.Namespace, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    metrics = free_port()
-    # BENCH_K8S_PROFILE=<file>: run the operator under cProfile (for finding hot spots).
-    prof = os.environ.get("BENCH_K8S_PROFILE")
-    cmd = [
-        sys.executable, *(["-m", "cProfile", "-o", prof] if prof else []), "-m", "trainop.operator",
-        f"--kubeconfig={env.kubeconfig}",
-        f"--kube-api-qps={args.qps:g}", f"--kube-api-burst={args.burst}",
-        f"--controller-threads={args.threads}",
-        "--enable-webhook=false",
-        f"--metrics-bind-address=127.0.0.1:{metrics}",
-        f"--health-probe-bind-address=127.0.0.1:{free_port()}",
-    ]  # fmt: skip
-    with log.open("ab") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO)
-    return proc, metrics
+class AuditPlane(ControlPlane):
+    """The test control plane with an apiserver audit log (JSON lines) at ``audit_log``."""
+
+    @property
+    def audit_log(self) -> Path:
+        return self.run_dir / "audit.log"
+
+    def _spawn(self, name: str, args: list[str], extra_env: dict[str, str] | None = None) -> None:
+        if name == "kube-apiserver":
+            policy = self.run_dir / "audit-policy.yaml"
+            policy.write_text(AUDIT_POLICY)
+            args = [
+                *args,
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-maxsize=0",
+                "--audit-log-mode=batch",  # the log's writes stay off the request path
+                "--audit-log-batch-max-wait=1s",
+            ]
+        super()._spawn(name, args, extra_env)
 
 
-def strip_for_floor(obj: dict[str, Any], kind: str, ns: str) -> dict[str, Any]:
-    """An object the operator created, as a fresh create request in another namespace (no owner)."""
-    meta = obj["metadata"]
-    out = {k: copy.deepcopy(v) for k, v in obj.items() if k != "status"}
-    out["apiVersion"], out["kind"] = "v1", kind
-    out["metadata"] = {k: meta[k] for k in ("name", "labels", "annotations") if k in meta}
-    out["metadata"]["namespace"] = ns
-    if kind == "Service":
-        out["spec"] = {k: v for k, v in out["spec"].items() if k not in ("clusterIPs",)}
-    return out
-
-
-async def run(env: K8sEnv, args: argparse.Namespace) -> None:
-    ns, floor_ns = "bench-operator", "bench-floor"
-    for name in (ns, floor_ns):
-        env.create_namespace(name)
-    n_pods = args.jobs * (1 + args.workers)
-    api = AsyncClient(KubeConfig.from_file(env.kubeconfig), trust_env=False)
-    log = Path(tempfile.mkdtemp(prefix="bench-k8s-")) / "operator.log"
-    proc, metrics_port = start_operator(env, args, log)
+def start_plane(nodes: int) -> AuditPlane:
+    rd = Path(tempfile.mkdtemp(prefix=f"trainop-testenv-run-{os.getpid()}-"))
+    plane = AuditPlane(bin_dir=find_bin_dir(), run_dir=rd, nodes=nodes)
     try:
-        wait_for(lambda: scrape_requests(metrics_port) or None, 60, "operator metrics")
-        await asyncio.sleep(2)  # informers listed and watching
-        baseline = scrape_requests(metrics_port)
-        jobs = [
-            r.JOB_RESOURCES["PyTorchJob"](job_manifest(i, ns, args.workers, args.nodes))
-            for i in range(args.jobs)
-        ]
-        prog = Progress(time.monotonic(), targets={"Pod": n_pods, "Service": n_pods, "Running": args.jobs})
+        plane.start()
+    except BaseException:
+        print(plane.logs(), file=sys.stderr)
+        plane.stop()
+        raise
+    return plane
 
-        def on_owned(kind: str) -> Callable[[str, dict[str, Any]], None]:
-            return lambda ev, obj: prog.add(kind, obj["metadata"]["name"]) if ev != "DELETED" else None
 
-        def on_job(ev: str, obj: dict[str, Any]) -> None:
-            if ev != "DELETED" and running(obj):
-                prog.add("Running", obj["metadata"]["name"])
+def ts(s: str) -> float:
+    return dt.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
 
-        watches = [
-            asyncio.create_task(watch_into(api, r.Pod, ns, on_owned("Pod"))),
-            asyncio.create_task(watch_into(api, r.Service, ns, on_owned("Service"))),
-            asyncio.create_task(watch_into(api, r.JOB_RESOURCES["PyTorchJob"], ns, on_job)),
-        ]
-        await asyncio.sleep(1)
-        first_job, last_job = await create_all(api, jobs, concurrency=64)
-        deadline = time.monotonic() + args.timeout
-        while len(prog.done_at) < 3 and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        running_at = scrape_requests(metrics_port)
-        rss, cpu = proc_stats(proc.pid)
-        # Events go last (lowest priority): let them drain to count every request a job costs.
-        prev = -1.0
-        while time.monotonic() < deadline:
-            total = sum(scrape_requests(metrics_port).values())
-            if total == prev:
-                break
-            prev = total
-            await asyncio.sleep(2)
-        settled = scrape_requests(metrics_port)
-        rss, cpu = proc_stats(proc.pid)
-        for w in watches:
-            w.cancel()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
 
-    # --- the floor: the same objects, a bare client, the same token bucket --------------------------------
-    pods = [dict(p) async for p in api.list(r.Pod, namespace=ns)]
-    svcs = [dict(s) async for s in api.list(r.Service, namespace=ns)]
-    floor_objs = [r.Pod(strip_for_floor(p, "Pod", floor_ns)) for p in pods] + [
-        r.Service(strip_for_floor(s, "Service", floor_ns)) for s in svcs
-    ]
-    bare = build_client(load_config(str(env.kubeconfig)), qps=args.qps, burst=args.burst)
-    t_floor = time.monotonic()
-    _, floor_last = await create_all(bare.api, floor_objs, concurrency=200)
-    floor_s = floor_last - t_floor
-    await bare.aclose()
+@dataclass
+class Figures:
+    cfg: Config
+    objects_s: float = float("nan")
+    running_s: float = float("nan")
+    p99_s: float = float("nan")
+    never_running: int = 0
+    succeeded: int = 0
+    rss_mb: float = float("nan")
+    cpu_s: float = float("nan")
+    requests: int = 0
+    by_kind: Counter[str] = field(default_factory=Counter)
+    user_agent: str = ""
+
+
+def operator_ua(ua: str, op: str) -> bool:
+    if op == "upstream":
+        return ua.startswith("training-operator")
+    return ua.startswith("python-httpx") or ua.startswith("trainop")
+
+
+def analyse(cfg: Config, audit: Path, fig: Figures) -> None:
+    """Every figure the audit log holds, for the operator's user agent."""
+    n_pods = cfg.jobs * (1 + cfg.workers)
+    t_first_job = float("inf")
+    creates: dict[str, list[float]] = {"pods": [], "services": []}
+    running_at: dict[str, float] = {}
+    succeeded_at: dict[str, float] = {}
+    master_done: dict[str, float] = {}
+    ids: set[str] = set()
+    uas: Counter[str] = Counter()
+    for line in audit.open():
+        ev = json.loads(line)
+        ua = ev.get("userAgent", "")
+        ref = ev.get("objectRef") or {}
+        res = ref.get("resource", "")
+        sub = ref.get("subresource", "")
+        verb = ev.get("verb", "")
+        code = (ev.get("responseStatus") or {}).get("code", 0)
+        t = ts(ev["stageTimestamp"])
+        if ev.get("stage") != "ResponseComplete":
+            if ev.get("stage") == "ResponseStarted" and operator_ua(ua, cfg.op):
+                ids.add(ev["auditID"])  # a watch still open at the end
+            continue
+        if ua.startswith(BENCH_UA) and verb == "create" and res == "pytorchjobs":
+            t_first_job = min(t_first_job, t)
+        if res == "pods" and sub == "status" and verb in ("patch", "update"):
+            body = ev.get("requestObject") or {}
+            name = ref.get("name", "")
+            if (body.get("status") or {}).get("phase") == "Succeeded" and name.endswith("-master-0"):
+                master_done.setdefault(name.removesuffix("-master-0"), t)
+        if not operator_ua(ua, cfg.op):
+            continue
+        uas[ua.split(" ")[0]] += 1
+        ids.add(ev["auditID"])
+        fig.by_kind[f"{verb} {res}{'/' + sub if sub else ''}"] += 1
+        if verb == "create" and res in creates and code == 201:
+            creates[res].append(t)
+        if res == "pytorchjobs" and sub == "status" and verb in ("update", "patch") and code < 300:
+            body = ev.get("requestObject")
+            name = ref.get("name", "")
+            if condition_true(body, "Running"):
+                running_at.setdefault(name, t)
+            if condition_true(body, "Succeeded"):
+                succeeded_at.setdefault(name, t)
+    fig.requests = len(ids)
+    fig.user_agent = ", ".join(uas)
+    created = sorted(creates["pods"])[n_pods - 1 : n_pods] + sorted(creates["services"])[n_pods - 1 : n_pods]
+    if len(created) == 2:
+        fig.objects_s = max(created) - t_first_job
+    if len(running_at) == cfg.jobs:
+        fig.running_s = max(running_at.values()) - t_first_job
+    fig.succeeded = len(succeeded_at)
+    fig.never_running = sum(1 for j, t in succeeded_at.items() if not (running_at.get(j, 1e30) < t))
+    lags = sorted(t - master_done[j] for j, t in succeeded_at.items() if j in master_done)
+    if lags:
+        fig.p99_s = lags[min(len(lags) - 1, int(0.99 * len(lags)))]
+
+
+def settle(audit: Path, op: str, deadline: float, quiet: float = 4.0) -> None:
+    """Until the operator sent no request for ``quiet`` seconds (its last events drained)."""
+    pos, last_change = 0, time.monotonic()
+    while time.monotonic() < deadline:
+        with audit.open("rb") as f:
+            f.seek(pos)
+            chunk = f.read()
+        pos += len(chunk)
+        if op == "upstream":
+            seen = b'"userAgent":"training-operator' in chunk
+        else:
+            seen = b'"userAgent":"python-httpx' in chunk
+        if seen:
+            last_change = time.monotonic()
+        elif time.monotonic() - last_change > quiet:
+            return
+        time.sleep(0.5)
+
+
+def wait_until(pred: Any, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"bench-k8s: {what} not within {timeout:g} s")
+
+
+async def drive(env: K8sEnv, cfg: Config, nodes: int) -> int:
+    """Create the jobs; return how many Succeeded before the timeout (watched)."""
+    api = AsyncClient(KubeConfig.from_file(env.kubeconfig), trust_env=False)
+    api._client._client.headers["User-Agent"] = BENCH_UA  # tell ours apart in the audit log
+    done: set[str] = set()
+    res = r.JOB_RESOURCES["PyTorchJob"]
+
+    async def watch() -> None:
+        async for _, obj in api.watch(res, namespace=NS):
+            if condition_true(dict(obj), "Succeeded"):
+                done.add(dict(obj)["metadata"]["name"])
+
+    w = asyncio.create_task(watch())
+    sem = asyncio.Semaphore(64)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await api.create(res(job_manifest(i, cfg, nodes)))
+
+    await asyncio.gather(*(one(i) for i in range(cfg.jobs)))
+    end = time.monotonic() + cfg.timeout
+    while len(done) < cfg.jobs and time.monotonic() < end:
+        await asyncio.sleep(0.2)
+    w.cancel()
     await api.close()
+    return len(done)
 
-    def delta(a: dict[str, float], b: dict[str, float]) -> float:
-        return sum(a.values()) - sum(b.values())
 
-    objects = len(pods) + len(svcs)
-    t_objects = max(prog.done_at.get("Pod", float("nan")), prog.done_at.get("Service", float("nan")))
-    t_running = prog.done_at.get("Running", float("nan"))
-    print(f"bench-k8s: {args.jobs} PyTorchJobs x (1 Master + {args.workers} Workers), QPS/burst {args.qps:g}/{args.burst}, "
-          f"{args.threads} workers, {args.nodes} kwok nodes")  # fmt: skip
-    print(f"  jobs created in                         {last_job - first_job:7.2f} s")
-    print(f"  all {len(pods)} pods + {len(svcs)} services exist   {t_objects - last_job:7.2f} s after the last job "
-          f"({t_objects - first_job:.2f} s after the first)")  # fmt: skip
-    print(f"  every job Running                       {t_running - last_job:7.2f} s after the last job "
-          f"({t_running - first_job:.2f} s after the first)")  # fmt: skip
-    print(f"  floor: bare client, same {objects} objects {floor_s:7.2f} s")
-    op_from_first = objects / (t_objects - first_job)
-    op_from_last = objects / max(1e-9, t_objects - last_job)
-    floor_tp = objects / floor_s
-    print(f"  throughput (objects/s): floor {floor_tp:.0f}; operator {op_from_first:.0f} counted from the first job "
-          f"(x{op_from_first / floor_tp:.2f} floor), {op_from_last:.0f} from the last (x{op_from_last / floor_tp:.2f})")  # fmt: skip
-    print(f"  API requests per job: {delta(running_at, baseline) / args.jobs:.2f} until Running, "
-          f"{delta(settled, baseline) / args.jobs:.2f} with every event sent")  # fmt: skip
-    by_kind = {k: settled.get(k, 0) - baseline.get(k, 0) for k in sorted(set(settled) | set(baseline))}
-    print("    " + ", ".join(f"{k}: {v:.0f}" for k, v in by_kind.items() if v))
-    print(f"  operator peak RSS {rss:.0f} MB, CPU {cpu:.1f} s (log: {log})")
+def run_one(cfg: Config, bin_dir: Path) -> Figures:
+    fig = Figures(cfg)
+    n_pods = cfg.jobs * (1 + cfg.workers)
+    nodes = max(3, -(-n_pods // (NODE_PODS - 10)))
+    plane = start_plane(nodes)
+    env = K8sEnv.from_plane(plane)
+    proc: subprocess.Popen[bytes] | None = None
+    log = plane.run_dir / f"{cfg.op}.log"
+    try:
+        if cfg.op == "upstream":
+            env.kubectl("apply", "--server-side", "-k", str(upstream_crds()))
+            prepare_upstream(env)
+        else:
+            env.kubectl("apply", "--server-side", "-k", str(REPO / "manifests" / "crds"))
+        env.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/pytorchjobs.kubeflow.org")
+        env.create_namespace(NS)
+        cmd, penv, health = operator_cmd(cfg, env, bin_dir)
+        with log.open("ab") as f:
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO, env=penv)
+
+        def ready() -> bool:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(
+                    f"{cfg.op} exited {proc.returncode}; log {log}:\n{log.read_text()[-3000:]}"
+                )
+            if not http_ok(health, "/readyz"):
+                return False
+            return cfg.op != "upstream" or log.read_text().count("Starting workers") >= UPSTREAM_SCHEMES
+
+        wait_until(ready, 120, f"{cfg.op} ready")
+        fig.succeeded = asyncio.run(drive(env, cfg, nodes))
+        settle(plane.audit_log, cfg.op, time.monotonic() + 120)
+        fig.rss_mb, fig.cpu_s = proc_stats(proc.pid)
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        time.sleep(1.5)  # the audit log's last batch (batch-max-wait 1 s)
+        audit_copy = Path(tempfile.mkdtemp(prefix="bench-k8s-audit-")) / "audit.log"
+        if plane.audit_log.exists():
+            shutil.copy(plane.audit_log, audit_copy)
+        plane.stop()
+    analyse(cfg, audit_copy, fig)
+    shutil.rmtree(audit_copy.parent, ignore_errors=True)
+    return fig
+
+
+# --- printing -----------------------------------------------------------------------------------------------
+
+
+def line(fig: Figures) -> str:
+    c = fig.cfg
+    rate = f"{c.qps:g}/{c.burst}" if c.mode == "equal" else "defaults"
+    return (
+        f"  {c.op:8} {rate:9} objects {fig.objects_s:6.2f} s  running {fig.running_s:6.2f} s  "
+        f"p99 {fig.p99_s:6.2f} s  never-Running {fig.never_running:4}  succeeded {fig.succeeded}/{c.jobs}  "
+        f"RSS {fig.rss_mb:5.0f} MB  CPU {fig.cpu_s:6.1f} s  requests {fig.requests:6}"
+    )
+
+
+FIGURES = [
+    ("all pods + Services exist (s)", "objects_s", "{:.2f}"),
+    ("all jobs Running (s)", "running_s", "{:.2f}"),
+    ("pod Succeeded -> job status p99 (s)", "p99_s", "{:.2f}"),
+    ("jobs never Running before Succeeded", "never_running", "{:.0f}"),
+    ("peak RSS (MB)", "rss_mb", "{:.0f}"),
+    ("CPU seconds", "cpu_s", "{:.1f}"),
+    ("API requests", "requests", "{:.0f}"),
+]
+
+
+def summary(title: str, figs: list[Figures]) -> None:
+    print(f"\n{title}")
+    ops = {f.cfg.op for f in figs}
+    print(f"  {'figure':38} {'upstream (median)':>18} {'trainop (median)':>18} {'ratio':>7}")
+    for label, attr, fmt in FIGURES:
+        med: dict[str, float] = {}
+        for op in ops:
+            vals = [float(getattr(f, attr)) for f in figs if f.cfg.op == op]
+            med[op] = statistics.median(vals) if vals else float("nan")
+        up, tr = med.get("upstream", float("nan")), med.get("trainop", float("nan"))
+        ratio = f"{tr / up:.2f}" if up and up == up and tr == tr else "-"
+        print(f"  {label:38} {fmt.format(up):>18} {fmt.format(tr):>18} {ratio:>7}")
+    for op in sorted(ops):
+        kinds: Counter[str] = Counter()
+        for f in figs:
+            if f.cfg.op == op:
+                kinds.update(f.by_kind)
+        n = sum(1 for f in figs if f.cfg.op == op)
+        top = ", ".join(f"{k} {v / n:.0f}" for k, v in kinds.most_common(10))
+        print(f"  {op} requests/run: {top}")
+
+
+def env_default(name: str, default: Any) -> Any:
+    v = os.environ.get(f"BENCH_K8S_{name}")
+    return type(default)(v) if v is not None else default
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--jobs", type=int, default=500)
-    p.add_argument("--workers", type=int, default=3)
-    p.add_argument("--qps", type=float, default=200)
-    p.add_argument("--burst", type=int, default=400)
-    p.add_argument("--threads", type=int, default=32, help="--controller-threads of the operator")
-    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--jobs", type=int, default=env_default("JOBS", 500))
+    p.add_argument("--workers", type=int, default=env_default("WORKERS", 3))
+    p.add_argument("--big-workers", type=int, default=env_default("BIG_WORKERS", 500), help="0: skip")
+    p.add_argument("--rounds", type=int, default=env_default("ROUNDS", 2), help="A B pairs per setting")
+    p.add_argument("--modes", default=env_default("MODES", "equal,defaults"))
+    p.add_argument("--operators", default=env_default("OPERATORS", "upstream,trainop"))
+    p.add_argument("--qps", type=float, default=env_default("QPS", 200.0))
+    p.add_argument("--burst", type=int, default=env_default("BURST", 400))
+    p.add_argument("--upstream-threads", type=int, default=env_default("UPSTREAM_THREADS", 8))
+    p.add_argument(
+        "--trainop-threads", type=int, default=env_default("TRAINOP_THREADS", 0), help="0: default"
+    )
+    p.add_argument("--run-duration", default=env_default("RUN_DURATION", "30s"), help="how long pods run")
+    p.add_argument("--timeout", type=float, default=env_default("TIMEOUT", 900.0))
     args = p.parse_args()
-    pods = 2 * args.jobs * (1 + args.workers)  # operator phase + floor phase stay on the nodes
-    args.nodes = max(3, -(-pods // (NODE_PODS - 10)))
-    state = os.environ.get("TRAINOP_TESTENV_STATE")
-    plane: ControlPlane | None = None
-    if state:
-        env = K8sEnv.from_state(Path(state))
-        args.nodes = len(env.nodes)
-    else:
-        plane = start_env(nodes=args.nodes)
-        env = K8sEnv.from_plane(plane)
-    try:
-        env.kubectl("apply", "-k", str(REPO / "manifests" / "crds"))
-        env.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/pytorchjobs.kubeflow.org")
-        asyncio.run(run(env, args))
-    finally:
-        if plane is not None:
-            plane.stop()
+    bin_dir = find_bin_dir()
+    ops = args.operators.split(",")
+    if "upstream" in ops:
+        ensure_upstream(bin_dir)
+    shapes = [(args.jobs, args.workers)] + ([(1, args.big_workers)] if args.big_workers else [])
+    for jobs, workers in shapes:
+        for mode in args.modes.split(","):
+            figs: list[Figures] = []
+            for rnd in range(args.rounds):
+                for op in ops:
+                    cfg = Config(
+                        op, mode, jobs, workers, args.qps, args.burst, args.upstream_threads,
+                        args.trainop_threads or None, args.run_duration, args.timeout,
+                    )  # fmt: skip
+                    fig = run_one(cfg, bin_dir)
+                    figs.append(fig)
+                    print(line(fig) + f"  [round {rnd + 1}; {fig.user_agent}]", flush=True)
+            rate = f"both at {args.qps:g}/{args.burst} (upstream {args.upstream_threads} threads)"
+            if mode == "defaults":
+                rate = "each at its defaults (upstream 20/30, 1 thread)"
+            summary(f"bench-k8s: {jobs} PyTorchJobs x (1 Master + {workers} Workers), {rate}", figs)
     return 0
 
 
