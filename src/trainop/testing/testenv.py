@@ -65,10 +65,18 @@ BUILD_COMMAND = "make testenv"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
 
 # Fake nodes: enough GPUs and CPUs for multi-replica training jobs; kwok manages the ones
-# carrying this annotation (its --manage-nodes-with-annotation-selector).
+# carrying this annotation (its --manage-nodes-with-annotation-selector). ephemeral-storage is
+# declared as a kubelet does: without it a pod requesting any (MPI's launcher init container asks
+# for 5Gi, as upstream's) is never scheduled (issue 11).
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 DEFAULT_NODES = 3
-NODE_CAPACITY = {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": "8"}
+NODE_CAPACITY = {
+    "cpu": "32",
+    "memory": "256Gi",
+    "ephemeral-storage": "200Gi",
+    "pods": "110",
+    "nvidia.com/gpu": "8",
+}
 
 # Pod annotations from which kwok plays out a pod's fate (values: hack/testenv/kwok-stages.yaml).
 SIM_START = "sim.trainop.dev/start"
