@@ -6,7 +6,13 @@ import asyncio
 
 import pytest
 
-from trainop.backends.kubernetes.client import PRIORITY_EVENT, PRIORITY_WRITE, TokenBucket
+from trainop.backends.kubernetes.client import (
+    EVENT_SHARE,
+    PRIORITY_EVENT,
+    PRIORITY_STATUS,
+    PRIORITY_WRITE,
+    TokenBucket,
+)
 
 
 class FakeClock:
@@ -80,3 +86,51 @@ def test_zero_qps_means_unlimited() -> None:
         return done
 
     assert asyncio.run(go()) == 1000
+
+
+def test_status_writes_go_before_a_creation_burst() -> None:
+    """A job's status write is one request after its creates: it never waits behind other jobs'."""
+
+    async def go() -> list[str]:
+        bucket = TokenBucket(qps=200.0, burst=1)
+        await bucket.acquire()
+        order: list[str] = []
+
+        async def want(name: str, prio: int) -> None:
+            await bucket.acquire(prio)
+            order.append(name)
+
+        await asyncio.wait_for(
+            asyncio.gather(
+                *(want(f"pod-{i}", PRIORITY_WRITE) for i in range(3)), want("status", PRIORITY_STATUS)
+            ),
+            5,
+        )
+        return order
+
+    assert asyncio.run(go()) == ["status", "pod-0", "pod-1", "pod-2"]
+
+
+def test_events_get_a_fair_share_under_a_sustained_burst() -> None:
+    """Every EVENT_SHARE-th token goes to a waiting event, so events are late, never starved."""
+
+    async def go() -> list[str]:
+        bucket = TokenBucket(qps=1000.0, burst=1)
+        await bucket.acquire()
+        order: list[str] = []
+
+        async def want(name: str, prio: int) -> None:
+            await bucket.acquire(prio)
+            order.append(name)
+
+        n = 2 * EVENT_SHARE
+        await asyncio.wait_for(
+            asyncio.gather(
+                want("event-0", PRIORITY_EVENT), *(want(f"pod-{i}", PRIORITY_WRITE) for i in range(n))
+            ),
+            5,
+        )
+        return order
+
+    order = asyncio.run(go())
+    assert order.index("event-0") == EVENT_SHARE - 1

@@ -1,8 +1,9 @@
 """Connection to the Kubernetes API: kubeconfig or in-cluster config, and a client-side QPS/burst limit.
 
 lightkube has no rate limiter, so every request (watches included, as in client-go) passes a token
-bucket in the HTTP transport. The bucket has priority lanes: object writes go first, best-effort
-Events last, so bookkeeping never delays pods. Knows nothing about jobs.
+bucket in the HTTP transport. The bucket has priority lanes: job status writes first (so a job's status
+never waits behind other jobs' creation burst), then object writes, reads, and best-effort Events,
+which get a fair share of the tokens while they wait. Knows nothing about jobs.
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import heapq
-import itertools
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +24,14 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ApiError
 
 # Request priorities (lower is served first).
-PRIORITY_WRITE = 0  # creating/deleting pods and services: what users wait for
-PRIORITY_STATUS = 1  # job status writes
+PRIORITY_STATUS = 0  # job status writes: one per job change, after that job's own creates (issue 16)
+PRIORITY_WRITE = 1  # creating/deleting pods and services: what users wait for
 PRIORITY_READ = 2  # lists, watches, gets
-PRIORITY_EVENT = 3  # Events are best effort (client-go also drops them under pressure)
+PRIORITY_EVENT = 3  # Events are best effort, but get a fair share (EVENT_SHARE)
+
+# While events wait, every EVENT_SHARE-th token goes to the oldest of them: under a long creation
+# burst events are late, never starved (client-go sends them through a client of their own).
+EVENT_SHARE = 10
 
 _priority: contextvars.ContextVar[int] = contextvars.ContextVar(
     "trainop_request_priority", default=PRIORITY_READ
@@ -53,7 +56,8 @@ def request_priority(priority: int) -> Iterator[None]:
 
 class TokenBucket:
     """client-go's flowcontrol token bucket (``qps`` tokens per second, at most ``burst`` saved), whose
-    waiters are served by priority, then first come first served. ``qps <= 0`` disables the limit."""
+    waiters are served by priority, then first come first served, except that waiting events get
+    every ``EVENT_SHARE``-th token. ``qps <= 0`` disables the limit."""
 
     def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
         self.qps = qps
@@ -61,8 +65,9 @@ class TokenBucket:
         self._clock = clock
         self._tokens = float(self.burst)
         self._last = clock()
-        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
-        self._seq = itertools.count()
+        self._lanes: dict[int, deque[asyncio.Future[None]]] = {}
+        self._waiting = 0
+        self._served = 0
         self._pump: asyncio.Task[None] | None = None
 
     def _refill(self) -> None:
@@ -74,21 +79,38 @@ class TokenBucket:
         if self.qps <= 0:
             return
         self._refill()
-        if not self._waiters and self._tokens >= 1.0:
+        if not self._waiting and self._tokens >= 1.0:
             self._tokens -= 1.0
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (priority, next(self._seq), fut))
+        lane = self._lanes.get(priority)
+        if lane is None:
+            lane = self._lanes[priority] = deque()
+            self._lanes = dict(sorted(self._lanes.items()))
+        lane.append(fut)
+        self._waiting += 1
         if self._pump is None or self._pump.done():
             self._pump = asyncio.create_task(self._serve())
         await fut
 
+    def _next(self) -> asyncio.Future[None]:
+        self._served += 1
+        events = self._lanes.get(PRIORITY_EVENT)
+        if events and self._served % EVENT_SHARE == 0:
+            return events.popleft()
+        for lane in self._lanes.values():
+            if lane:
+                return lane.popleft()
+        raise AssertionError("no waiter")  # pragma: no cover - guarded by self._waiting
+
     async def _serve(self) -> None:
-        while self._waiters:
+        while self._waiting:
             self._refill()
             if self._tokens >= 1.0:
-                _, _, fut = heapq.heappop(self._waiters)
+                fut = self._next()
+                self._waiting -= 1
                 if fut.cancelled():
+                    self._served -= 1
                     continue
                 self._tokens -= 1.0
                 fut.set_result(None)
