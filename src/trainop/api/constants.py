@@ -121,3 +121,27 @@ ENV_NCCL_SOCKET_IFNAME: Final = "NCCL_SOCKET_IFNAME"
 ENV_TP_SOCKET_IFNAME: Final = "TP_SOCKET_IFNAME"
 ENV_POD_IP: Final = "POD_IP"  # paddle.distributed.launch's own address (its --host)
 ENV_JAX_COORDINATOR_BIND_ADDRESS: Final = "JAX_COORDINATOR_BIND_ADDRESS"
+
+# trainop's own job annotations (docs/failure-policy.md): whole-job restart, failure rules and start
+# deadlines, beyond upstream v1. Annotations, not spec fields, so upstream's CRDs (whose structural
+# schemas prune unknown spec fields, §1.1) accept the same manifest unchanged and upstream's operator
+# ignores them.
+ANNOTATION_PREFIX: Final = "trainop.dev/"
+ANNOTATION_FAILURE_POLICY: Final = "trainop.dev/failure-policy"  # ordered rules, YAML or JSON
+ANNOTATION_MAX_RESTARTS: Final = "trainop.dev/max-restarts"  # whole-job restarts before Failed
+ANNOTATION_RESTART_STRATEGY: Final = "trainop.dev/restart-strategy"  # Recreate | BlockingRecreate
+ANNOTATION_STARTUP_DEADLINE: Final = "trainop.dev/startup-deadline-seconds"
+ANNOTATION_START_ERROR_DEADLINE: Final = "trainop.dev/start-error-deadline-seconds"
+FAILURE_POLICY_ANNOTATIONS: Final = (
+    ANNOTATION_FAILURE_POLICY,
+    ANNOTATION_MAX_RESTARTS,
+    ANNOTATION_RESTART_STRATEGY,
+    ANNOTATION_STARTUP_DEADLINE,
+    ANNOTATION_START_ERROR_DEADLINE,
+)
+# On every pod of a job with a restart policy: the whole-job restart that created it (JobSet's
+# jobset.sigs.k8s.io/restart-attempt); pods of an older attempt are the ones being replaced.
+LABEL_RESTART_ATTEMPT: Final = "trainop.dev/restart-attempt"
+# The status condition that counts whole-job restarts (upstream's status schema prunes new fields,
+# but a condition's type is a free string).
+COND_JOB_RESTARTS: Final = "JobRestarts"

@@ -28,6 +28,7 @@ from trainop.api.errors import (
     not_supported,
     required,
 )
+from trainop.api.failure_policy import validate_failure_policy
 from trainop.api.kinds import (
     KIND_INFO,
     KindInfo,
@@ -305,6 +306,7 @@ def validate_trainop(job: TrainingJob, old: TrainingJob | None = None) -> list[F
     errs += _validate_run_policy(job)
     errs += _validate_replicas(job)
     errs += _validate_kind_fields(job)
+    errs += validate_failure_policy(job)  # trainop.dev/ annotations (docs/failure-policy.md)
     return errs
 
 

@@ -19,8 +19,17 @@ from trainop.api.constants import (
     COND_SUCCEEDED,
     COND_SUSPENDED,
     LABEL_REPLICA_TYPE,
+    LABEL_RESTART_ATTEMPT,
 )
 from trainop.api.defaults import apply_defaults
+from trainop.api.failure_policy import (
+    ACTION_FAIL_JOB,
+    ACTION_RESTART_JOB,
+    RESTARTING_ACTIONS,
+    STRATEGY_BLOCKING_RECREATE,
+    FailurePolicy,
+    build_failure_policy,
+)
 from trainop.api.validation import validate_mpi
 from trainop.core import events as ev
 from trainop.core.naming import build_owner_reference, build_selector
@@ -48,6 +57,19 @@ from trainop.core.policies.backoff import (
 )
 from trainop.core.policies.cleanup import compute_cleanup
 from trainop.core.policies.deadline import build_deadline_message, compute_deadline_remaining
+from trainop.core.policies.failure import (
+    Decision,
+    RestartCount,
+    build_failure_summary,
+    build_restarts_condition,
+    build_rule_label,
+    compute_decision,
+    detect_attempt,
+    detect_failure,
+    detect_restart_count,
+    detect_restart_time,
+    set_restarts_condition,
+)
 from trainop.core.policies.managed_by import detect_managed_elsewhere
 from trainop.core.policies.restart import (
     FAIL,
@@ -56,6 +78,7 @@ from trainop.core.policies.restart import (
     build_restarting_message,
     detect_restart,
 )
+from trainop.core.policies.startup import compute_start_deadlines
 from trainop.core.policies.suspend import compute_suspend_deletions
 from trainop.core.policies.ttl import compute_ttl_remaining
 from trainop.core.status import (
@@ -115,6 +138,8 @@ class _Pod:
     name: str
     phase: str
     deleting: bool
+    # Created by an earlier whole-job restart than the current one: being replaced, not counted.
+    old: bool = False
 
 
 @dataclass(slots=True)
@@ -159,6 +184,10 @@ class _Pass:
         self.pods: list[_Pod] = []
         self.deleted: set[tuple[str, str]] = set()
         self.restarted = False  # the restart path recreated a pod this pass
+        # trainop's failure policy (annotations; docs/failure-policy.md): None = upstream's behaviour.
+        self.policy: FailurePolicy | None = None
+        self.restarts = RestartCount()
+        self.recreating = False  # pods of an earlier whole-job restart still exist
 
     # -- the pass ---------------------------------------------------------------------------------
 
@@ -172,6 +201,8 @@ class _Pass:
         if detect_finished(self.status):
             self._finished(just_now=False)
             return self._done()
+        if self._invalid_policy():
+            return self._done()
         if run_policy.suspend:
             self._suspend()
             return self._done()
@@ -180,6 +211,9 @@ class _Pass:
 
         self._sort_observed()
         self._record_abnormal_pods()
+        if self.policy is not None and self._apply_failure_policy():
+            self._finished(just_now=True)
+            return self._done()
         if self._past_limits():
             self._finished(just_now=True)
             return self._done()
@@ -193,8 +227,15 @@ class _Pass:
             return self._done()
 
         self._reconcile_extra_objects()
+        # BlockingRecreate: no replica comes back until every pod of the earlier attempt is gone.
+        blocked = (
+            self.recreating
+            and self.policy is not None
+            and self.policy.restart_strategy == STRATEGY_BLOCKING_RECREATE
+        )
         for replica in self.replicas.values():
-            self._reconcile_pods(replica)
+            if not blocked:
+                self._reconcile_pods(replica)
             if self.plugin.creates_services:
                 self._reconcile_services(replica)
         self._requeue_at_deadline()
@@ -319,13 +360,26 @@ class _Pass:
             replica.wanted = [(i, plugin.pod_name(job, rtype, i)) for i in plugin.replica_indices(job, rtype)]
             self.replicas[rtype] = replica
             by_label[rtype.lower()] = replica
-        for obj in self.observed.pods:
+        attempts: list[int] = []
+        if self.policy is not None:
+            # The current attempt: the count the status holds, or a newer pod's (a status write lost).
+            attempts = [detect_attempt(obj) for obj in self.observed.pods]
+            self.restarts = detect_restart_count(self.status)
+            newest = max(attempts, default=0)
+            if newest > self.restarts.attempt:
+                self.restarts = RestartCount(newest, self.restarts.counted)
+        for i, obj in enumerate(self.observed.pods):
             pod = _Pod(obj, detect_name(obj), detect_phase(obj), detect_deleting(obj))
+            if attempts and attempts[i] < self.restarts.attempt:
+                pod.old = True
+                self.recreating = True
             self.pods.append(pod)
             owner = by_label.get(detect_label(obj, LABEL_REPLICA_TYPE) or "")
             if owner is None:
                 continue
             owner.pods.append(pod)
+            if pod.old:
+                continue
             if pod.phase == PHASE_RUNNING:
                 if pod.deleting:
                     owner.failed += 1
@@ -356,10 +410,14 @@ class _Pass:
         rp = self.job.run_policy
         specs = self.job.replica_specs
         message: str | None = None
+        # Pods an earlier whole-job restart is replacing are out of the count (none without a policy).
+        pods = [p.obj for p in self.pods if not p.old] if self.recreating else self.observed.pods
         if rp.backoff_limit is not None and (
-            detect_new_failure_past_limit(rp.backoff_limit, specs, self.observed.pods, self.previous)
+            detect_new_failure_past_limit(rp.backoff_limit, specs, pods, self.previous)
             or detect_restarts_past_limit(
-                rp.backoff_limit, specs, {r.rtype: [p.obj for p in r.pods] for r in self.replicas.values()}
+                rp.backoff_limit,
+                specs,
+                {r.rtype: [p.obj for p in r.pods if not p.old] for r in self.replicas.values()},
             )
         ):
             message = build_backoff_message(self.name)
@@ -379,6 +437,141 @@ class _Pass:
             self.plan.metrics.append(METRIC_FAILED)
         return True
 
+    # -- trainop's failure policy (docs/failure-policy.md) --------------------------------------
+
+    def _invalid_policy(self) -> bool:
+        """Read the failure-policy annotations. A bad value that got past admission (no webhook, or an
+        edit) stops the pass with a Warning naming the field, as an invalid MPIJob does (§2.4): running
+        the job without the rules its owner asked for would be worse."""
+        self.policy, errors = build_failure_policy(self.job)
+        if not errors:
+            return False
+        self.policy = None
+        message = f"{self.kind} failed validation because {errors[0]}"
+        self._event("Warning", f"{self.kind}FailedValidation", message, key=message)
+        return True
+
+    def _apply_failure_policy(self) -> bool:
+        """Finish a whole-job restart under way, act on the earliest failure a rule decides, then the
+        start deadlines. True when the job failed this pass."""
+        policy = self.policy
+        assert policy is not None
+        for pod in self.pods:
+            if pod.old and not pod.deleting:
+                self._delete("Pod", pod.name)
+        failures = []
+        for replica in self.replicas.values():
+            for pod in replica.pods:
+                if pod.old or pod.deleting:
+                    continue
+                failure = detect_failure(pod.obj, replica.rtype)
+                if failure is not None:
+                    failures.append(failure)
+        decision = compute_decision(policy.rules, failures) if failures else None
+        if decision is not None:
+            if decision.action == ACTION_FAIL_JOB:
+                self._fail_job(
+                    "FailedByRule",
+                    f"Job {self.name} has failed because {build_failure_summary(decision.failure)}, "
+                    f"which {build_rule_label(policy.rules, decision.rule)} fails the job (FailJob)",
+                )
+                return True
+            if decision.action in RESTARTING_ACTIONS:
+                counted = decision.action == ACTION_RESTART_JOB
+                if counted and self.restarts.counted >= policy.max_restarts:
+                    self._fail_job(
+                        "MaxRestartsExceeded",
+                        f"Job {self.name} has failed because it has reached the maximum of "
+                        f"{policy.max_restarts} whole-job restart(s) (trainop.dev/max-restarts) and "
+                        f"{build_failure_summary(decision.failure)}",
+                    )
+                    return True
+                self._restart_job(decision, counted)
+                return False
+        return self._check_start_deadlines()
+
+    def _restart_job(self, decision: Decision, counted: bool) -> None:
+        """Delete every pod, so each replica is recreated under the next restart-attempt (at once
+        under Recreate, once all are gone under BlockingRecreate); Restarting, the JobRestarts count,
+        a Warning event and the restarted metric say so."""
+        policy = self.policy
+        assert policy is not None
+        self.restarts = RestartCount(self.restarts.attempt + 1, self.restarts.counted + int(counted))
+        for pod in self.pods:
+            if not pod.deleting:
+                self._delete("Pod", pod.name)
+            pod.old = True
+        for replica in self.replicas.values():
+            replica.active = replica.succeeded = replica.failed = 0
+        self.recreating = True
+        summary = build_failure_summary(decision.failure)
+        rule = build_rule_label(policy.rules, decision.rule)
+        tally = (
+            f"restart {self.restarts.counted} of at most {policy.max_restarts}"
+            if counted
+            else f"not counted toward the maximum of {policy.max_restarts} ({decision.action})"
+        )
+        message = f"{self.kind} {self.name} is restarting every replica because {summary} ({rule}; {tally})."
+        reason = f"{self.kind}Restarting"
+        self._event("Warning", reason, message)
+        if not self._set(COND_RESTARTING, TRUE, reason, message):
+            self._refresh_condition(COND_RESTARTING, message)
+        set_restarts_condition(
+            self.status,
+            build_restarts_condition(self.kind, self.restarts, policy.max_restarts, summary, self.stamp),
+        )
+        self.plan.metrics.append(METRIC_RESTARTED)
+        self.restarted = True
+
+    def _refresh_condition(self, ctype: str, message: str) -> None:
+        """A condition already True with the same reason gets the new message (setCondition would keep
+        the old one): a second restart names its own failure."""
+        conditions = list(self.status.conditions or [])
+        for i, c in enumerate(conditions):
+            if c.type == ctype and c.message != message:
+                conditions[i] = c.model_copy(update={"message": message, "last_update_time": self.stamp})
+                self.status.conditions = conditions
+                return
+
+    def _check_start_deadlines(self) -> bool:
+        """The startup and start-error deadlines over the replicas of the current attempt."""
+        policy = self.policy
+        assert policy is not None
+        if policy.startup_deadline_seconds is None and policy.start_error_deadline_seconds is None:
+            return False
+        attempt_start = detect_restart_time(self.status) or self.status.start_time or self.stamp
+        items: list[tuple[str, dict[str, Any] | None]] = []
+        for replica in self.replicas.values():
+            current = {p.name: p for p in replica.pods if not p.old and not p.deleting}
+            for _, name in replica.wanted:
+                pod = current.get(name)
+                items.append((name, pod.obj if pod is not None else None))
+        outcome = compute_start_deadlines(
+            policy.startup_deadline_seconds,
+            policy.start_error_deadline_seconds,
+            items,
+            attempt_start,
+            self.now,
+        )
+        if outcome.violation is not None:
+            self._fail_job(
+                outcome.violation.word, f"Job {self.name} has failed because {outcome.violation.detail}"
+            )
+            return True
+        if outcome.remaining is not None:
+            self._requeue(outcome.remaining)
+        return False
+
+    def _fail_job(self, word: str, message: str) -> None:
+        """Failed with reason ``<Kind><word>`` (completionTime set, a Warning event, jobs_failed); the
+        caller then runs cleanup as for backoffLimit (§4.7: Failed first, then cleanPodPolicy)."""
+        if self.status.completion_time is None:
+            self.status.completion_time = self.stamp
+        reason = f"{self.kind}{word}"
+        self._event("Warning", reason, message)
+        if self._set(COND_FAILED, TRUE, reason, message):
+            self.plan.metrics.append(METRIC_FAILED)
+
     def _reconcile_failed_pods(self) -> None:
         """§4.5 for every pod that is not already terminating: ExitedWithCode, then the restart policy
         of a Failed pod (recreate it, or fail the job under ExitCode with a permanent code)."""
@@ -388,7 +581,7 @@ class _Pass:
         namespace = self.job.namespace
         for replica in self.replicas.values():
             for pod in replica.pods:
-                if pod.deleting:
+                if pod.deleting or pod.old:
                     continue
                 if detect_default_container_terminated(pod.obj, container) is not None:
                     exit_code = detect_exit_code(pod.obj, container)
@@ -542,6 +735,8 @@ class _Pass:
                 "Restart policy in pod template will be overwritten by restart policy in replica spec",
             )
         plugin.customize_pod(job, replica.rtype, index, pod, self.topology)
+        if self.policy is not None:
+            pod["metadata"].setdefault("labels", {})[LABEL_RESTART_ATTEMPT] = str(self.restarts.attempt)
         self._act(ev.build_create_action(self.info, pod))
 
     def _reconcile_services(self, replica: _Replica) -> None:
