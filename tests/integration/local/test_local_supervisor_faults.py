@@ -82,21 +82,21 @@ def ancestors(pid: int) -> list[int]:
     return out
 
 
-def unsupervised(home: Path, supervisor: int | None) -> list[int]:
+def is_supervisor(pid: int) -> bool:
+    try:
+        return b"trainop.controller.local_supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def unsupervised(home: Path) -> list[int]:
     """Processes of this home's jobs (found by TRAINOP_HOME in their environment) that are neither a
-    supervisor nor run by the live one."""
-    out = []
-    for pid in processes_with_home(str(home)):
-        if pid == supervisor or (supervisor is not None and supervisor in ancestors(pid)):
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"trainop.controller.local_supervisor" in cmdline:
-            continue  # a supervisor starting up (the recovery's replacement)
-        out.append(pid)
-    return out
+    supervisor nor run by a live one: what no command would ever stop."""
+    return [
+        pid
+        for pid in processes_with_home(str(home))
+        if not is_supervisor(pid) and not any(is_supervisor(a) for a in ancestors(pid))
+    ]
 
 
 def container_state(backend: LocalBackend, job: str, pod_name: str) -> dict[str, Any]:
@@ -269,7 +269,7 @@ def test_supervisor_killed_as_its_first_replica_starts_leaves_no_orphan(
         kill_at_first_replica(backend, name)
     for name in names:
         backend.get(name)  # the recovery rule
-    left_after_recovery = settled(lambda: unsupervised(home, None))
+    left_after_recovery = settled(lambda: unsupervised(home))
     for name in names:
         backend.delete(name, grace=0)
     got = {
@@ -293,8 +293,7 @@ def kill_once(
     wait_for(lambda: not procs.is_alive(pid, ticks), "the supervisor to die")
     backend.get(name)  # the recovery rule
     state = job_state(backend, name)
-    current = live_supervisor(backend, name)
-    return state, settled(lambda: unsupervised(home, current[0] if current else None))
+    return state, settled(lambda: unsupervised(home))
 
 
 def test_supervisor_killed_at_random_moments_leaves_no_orphan_and_no_stuck_job(
