@@ -32,6 +32,14 @@ from trainop.api.failure_policy import (
 )
 from trainop.api.validation import validate_mpi
 from trainop.core import events as ev
+from trainop.core.gang import (
+    POD_GROUP_KIND,
+    GangScheduler,
+    build_pod_decoration,
+    build_pod_group,
+    build_pod_group_delete_action,
+    detect_pod_group_admitted,
+)
 from trainop.core.naming import build_owner_reference, build_selector
 from trainop.core.observed import Observed
 from trainop.core.plan import Action, Event, Plan
@@ -106,14 +114,23 @@ METRIC_RESTARTED = "jobs_restarted"
 
 
 def reconcile(
-    job: TrainingJob, observed: Observed, plugin: FrameworkPlugin, topology: Topology, now: datetime
+    job: TrainingJob,
+    observed: Observed,
+    plugin: FrameworkPlugin,
+    topology: Topology,
+    now: datetime,
+    *,
+    gang: GangScheduler | None = None,
 ) -> Plan:
     """Decide everything about ``job`` for this pass. ``job`` is the stored (undefaulted) job; its
-    status is the previous status. ``now`` must be timezone-aware (UTC)."""
+    status is the previous status. ``now`` must be timezone-aware (UTC). ``gang``: the operator's
+    gang scheduler (§5), None without one."""
     if detect_managed_elsewhere(job):
         # §4.11: another controller owns this job; write nothing, not even Created.
         return Plan(status=_copy_status(job.status), skipped=True)
-    return _Pass(job, observed, plugin, topology, now).run()
+    p = _Pass(job, observed, plugin, topology, now)
+    p.gang = gang
+    return p.run()
 
 
 def _copy_status(status: JobStatus | None) -> JobStatus:
@@ -188,6 +205,7 @@ class _Pass:
         self.policy: FailurePolicy | None = None
         self.restarts = RestartCount()
         self.recreating = False  # pods of an earlier whole-job restart still exist
+        self.gang: GangScheduler | None = None  # §5; set by reconcile()
 
     # -- the pass ---------------------------------------------------------------------------------
 
@@ -226,6 +244,8 @@ class _Pass:
             self._finished(just_now=True)
             return self._done()
 
+        if self.gang is not None and not self._reconcile_pod_group():
+            return self._done()  # Volcano: no pod until the PodGroup leaves Pending (§5)
         self._reconcile_extra_objects()
         # BlockingRecreate: no replica comes back until every pod of the earlier attempt is gone.
         blocked = (
@@ -305,6 +325,7 @@ class _Pass:
         services = self.observed.services
         for kind, name in compute_cleanup(self.job.run_policy.clean_pod_policy, pods, services):
             self._delete(kind, name)
+        self._delete_pod_group(finished=True)
         if detect_true(self.status, COND_SUCCEEDED):
             compute_succeeded_fixup(self.status)
         remaining = compute_ttl_remaining(
@@ -332,6 +353,7 @@ class _Pass:
             self.observed.pods, self.observed.services, self.observed.extras
         ):
             self._delete(kind, name)
+        self._delete_pod_group(finished=False)
         compute_suspended_counts(self.status)
         cond = build_suspended(self.kind, self.name, self.stamp)
         assert cond.reason is not None and cond.message is not None
@@ -701,6 +723,46 @@ class _Pass:
             elif detect_drift(obj, current):
                 self._act(ev.build_update_action(obj))
 
+    # -- gang scheduling (§5; core/gang.py builds, these only plan) ---------------------------------
+
+    def _pod_group(self) -> dict[str, Any] | None:
+        return next(
+            (o for o in self.observed.extras.get(POD_GROUP_KIND, ()) if detect_name(o) == self.name), None
+        )
+
+    def _reconcile_pod_group(self) -> bool:
+        """Create the PodGroup, or replace it when its spec drifted (minAvailable patched); False while
+        Volcano has not admitted it (then no pod is created this pass; its phase change requeues)."""
+        assert self.gang is not None
+        current = self._pod_group()
+        desired = build_pod_group(self.job, self.gang, current)
+        desired["metadata"]["ownerReferences"] = [build_owner_reference(self.job)]
+        if current is None:
+            self._act(ev.build_create_action(self.info, desired))
+        elif detect_drift(desired, current):
+            if "status" in current:  # kept when the CRD has no status subresource
+                desired["status"] = current["status"]
+            self._act(ev.build_update_action(desired))
+        return not self.gang.volcano or detect_pod_group_admitted(current)
+
+    def _delete_pod_group(self, *, finished: bool) -> None:
+        """On finish and on suspend (§4.8, §4.10); deletion of the job leaves it to ownerRef GC."""
+        if self.gang is None:
+            return
+        current = self._pod_group()
+        if current is None or detect_deleting(current) or (POD_GROUP_KIND, self.name) in self.deleted:
+            return
+        if finished:
+            self._event("Normal", "JobTerminated", "Job has been terminated. Deleting PodGroup")
+        self.deleted.add((POD_GROUP_KIND, self.name))
+        self._act(build_pod_group_delete_action(self.name))
+
+    def _decorate_for_gang(self, pod: dict[str, Any], rtype: str) -> None:
+        assert self.gang is not None
+        warning = build_pod_decoration(pod, self.gang, self.job, rtype)
+        if warning is not None:
+            self.plan.events.append(warning)
+
     def _reconcile_pods(self, replica: _Replica) -> None:
         """§3.1: create the missing pods, delete those past ``replicas`` (scale-down)."""
         observed = {p.name: p for p in replica.pods}
@@ -735,6 +797,8 @@ class _Pass:
                 "Restart policy in pod template will be overwritten by restart policy in replica spec",
             )
         plugin.customize_pod(job, replica.rtype, index, pod, self.topology)
+        if self.gang is not None:
+            self._decorate_for_gang(pod, replica.rtype)
         if self.policy is not None:
             pod["metadata"].setdefault("labels", {})[LABEL_RESTART_ATTEMPT] = str(self.restarts.attempt)
         self._act(ev.build_create_action(self.info, pod))

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from trainop.api.common import JobStatus, TrainingJob
 from trainop.api.validation import validate_for_apply
+from trainop.core.gang import GangScheduler
 from trainop.core.observed import Observed
 from trainop.core.plan import Event, Plan
 from trainop.core.reconcile import reconcile
@@ -24,11 +25,17 @@ REASON_FAILED_RECONCILE = "FailedReconcile"
 
 
 def reconcile_or_explain(
-    job: TrainingJob, observed: Observed, plugin: FrameworkPlugin, topology: Topology, now: datetime
+    job: TrainingJob,
+    observed: Observed,
+    plugin: FrameworkPlugin,
+    topology: Topology,
+    now: datetime,
+    *,
+    gang: GangScheduler | None = None,
 ) -> Plan:
     """core's ``reconcile``; if it raises, a Plan whose only effect is a Warning event saying why."""
     try:
-        return reconcile(job, observed, plugin, topology, now)
+        return reconcile(job, observed, plugin, topology, now, gang=gang)
     except Exception as exc:
         return build_explained_plan(job, exc)
 

@@ -59,6 +59,7 @@ class OperatorConfig:
     kubeconfig: str | None
     log_level: str
     cluster_domain: str = ""
+    gang_scheduler_name: str = ""  # §5: "" = no gang scheduling
 
 
 def _bool(value: str) -> bool:
@@ -179,7 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
         "webhook configuration uses a URL clientConfig (tests, out-of-cluster runs).",
     )
     add("--cert-dir", default=DEFAULT_CERT_DIR, help="Writable directory for the serving certificate files.")
-    add("--gang-scheduler-name", default="", help="Not supported yet: trainop refuses to start with it.")
+    add(
+        "--gang-scheduler-name",
+        default="",
+        help="Gang scheduling (contract §5): 'volcano' (Volcano scheduling.volcano.sh/v1beta1 PodGroups) or the "
+        "name of a scheduler-plugins scheduler (scheduling.x-k8s.io/v1alpha1 PodGroups), e.g. "
+        "scheduler-plugins-scheduler. The PodGroup CRD must be installed.",
+    )
     add("--pytorch-init-container-image", default="alpine:3.10", help="Image of the init-pytorch container.")
     add(
         "--pytorch-init-container-max-tries",
@@ -221,11 +228,6 @@ def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
                 kinds.append(SCHEMES[v])
     if not kinds:
         kinds = list(KIND_INFO)
-    if ns.gang_scheduler_name:
-        raise FlagError(
-            f"gang scheduling ({ns.gang_scheduler_name}) is not supported yet by trainop; "
-            "run without --gang-scheduler-name"
-        )
     if os.path.exists(ns.pytorch_init_container_template_file):
         # Upstream renders this file as a Go template; silently ignoring it would change pods.
         raise FlagError(
@@ -269,4 +271,5 @@ def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         kubeconfig=ns.kubeconfig,
         log_level=ns.zap_log_level.lower(),
         cluster_domain=env.get("CUSTOM_CLUSTER_DOMAIN", ""),
+        gang_scheduler_name=str(ns.gang_scheduler_name).strip(),
     )

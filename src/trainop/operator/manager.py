@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import ssl
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from trainop.api.kinds import KIND_INFO
@@ -22,10 +24,11 @@ from trainop.backends.kubernetes.cache import ClusterCache, JobKey
 from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
 from trainop.backends.kubernetes.events import EventRecorder
 from trainop.backends.kubernetes.leader import LeaderElector
-from trainop.backends.kubernetes.resources import JOB_RESOURCES
+from trainop.backends.kubernetes.resources import JOB_RESOURCES, use_pod_group_api
 from trainop.controller.jobs import JobReconciler
 from trainop.controller.loop import Controller
 from trainop.controller.workqueue import WorkQueue
+from trainop.core.gang import GangScheduler
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.base import FrameworkPlugin
 from trainop.operator import certs
@@ -69,7 +72,11 @@ class Operator:
         self.client = client
         host = urlparse(client.config.cluster.server).netloc
         client.stats.hooks.append(self.metrics.rest_hook(host))
-        self.cache = ClusterCache(client, cfg.kinds, namespace=cfg.namespace)
+        self.gang = GangScheduler.from_flag(cfg.gang_scheduler_name)
+        self.pod_group_resource = use_pod_group_api(self.gang.api_version) if self.gang else None
+        self.cache = ClusterCache(
+            client, cfg.kinds, namespace=cfg.namespace, pod_group=self.pod_group_resource
+        )
         self.recorder = EventRecorder(client)
         self.backend = KubernetesJobBackend(
             client, self.cache, self.recorder, count_metric=self.metrics.count_job
@@ -80,7 +87,7 @@ class Operator:
             self.backend,
             plugins.__getitem__,
             ServiceTopology(cfg.cluster_domain),
-            reconcile_fn=reconcile_or_explain,  # type: ignore[arg-type]  # takes the TrainingJob it is given
+            reconcile_fn=functools.partial(reconcile_or_explain, gang=self.gang),
         )
         self.controller = Controller(
             self.queue, self.reconciler, workers=cfg.controller_threads, metrics=self.metrics
@@ -232,6 +239,29 @@ class Operator:
                 f"CRD {', '.join(missing)} not installed: run `kubectl apply -k manifests/crds`, "
                 "or leave the kind out with --enable-scheme"
             )
+        if self.gang is not None and self.pod_group_resource is not None:
+            await self._check_pod_group_crd(self.gang, self.pod_group_resource)
+
+    async def _check_pod_group_crd(self, gang: GangScheduler, resource: Any) -> None:
+        """§5: upstream exits at startup when the chosen PodGroup CRD is missing; say what to install."""
+        try:
+            it = self.client.api.list(resource, namespace=self.cfg.namespace or "*", chunk_size=1)
+            async for _ in it:
+                break
+        except Exception as exc:
+            if api_status_code(exc) != 404:
+                raise
+            what = (
+                "Volcano (https://volcano.sh/en/docs/installation/)"
+                if gang.volcano
+                else "scheduler-plugins' CRDs and its Coscheduling scheduler "
+                "(https://github.com/kubernetes-sigs/scheduler-plugins/tree/master/manifests/install)"
+            )
+            raise StartupError(
+                f"--gang-scheduler-name={self.cfg.gang_scheduler_name} needs the PodGroup CRD "
+                f"{gang.crd_name} ({gang.api_version}), which is not installed: install {what}, "
+                "or run without --gang-scheduler-name"
+            ) from None
 
     async def _watch_lease(self) -> None:
         assert self.elector is not None

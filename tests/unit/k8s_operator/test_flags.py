@@ -46,6 +46,13 @@ from trainop.operator.flags import FlagError, parse_flags
             {"webhook_cert_hosts": ["training-operator.kubeflow.svc", "127.0.0.1"], "log_level": "debug"},
             id="extra certificate host for URL clientConfig; zap flags accepted",
         ),
+        pytest.param(["--gang-scheduler-name=volcano"], {}, {"gang_scheduler_name": "volcano"}, id="volcano"),
+        pytest.param(
+            ["--gang-scheduler-name", "scheduler-plugins-scheduler"],
+            {},
+            {"gang_scheduler_name": "scheduler-plugins-scheduler"},
+            id="scheduler-plugins",
+        ),
     ],
 )  # fmt: skip
 def test_parse(argv: list[str], env: dict[str, str], want: dict[str, object]) -> None:
@@ -58,11 +65,6 @@ def test_parse(argv: list[str], env: dict[str, str], want: dict[str, object]) ->
     ("argv", "want"),
     [
         pytest.param(["--enable-scheme=mxjob"], "scheme mxjob is not supported yet", id="unknown scheme"),
-        pytest.param(
-            ["--gang-scheduler-name=volcano"],
-            "gang scheduling (volcano) is not supported yet by trainop; run without --gang-scheduler-name",
-            id="gang scheduling refused",
-        ),
         pytest.param(["--controller-threads=0"], "argument --controller-threads: '0' must be at least 1", id="threads"),
         pytest.param(["--leader-elect=maybe"], "argument --leader-elect: 'maybe' is not a boolean (use true or false)",
                      id="bad bool"),

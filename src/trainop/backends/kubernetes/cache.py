@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from lightkube import operators
 
@@ -53,8 +54,25 @@ def _only_owned_by(kind: str) -> Callable[[Obj], Obj | None]:
     return transform
 
 
+def _owned_by_a_job(kinds: set[str]) -> Callable[[Obj], Obj | None]:
+    def transform(obj: Obj) -> Obj | None:
+        ref = controller_ref(obj)
+        if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") not in kinds:
+            return None
+        return strip_managed_fields(obj)
+
+    return transform
+
+
 class ClusterCache:
-    def __init__(self, client: KubeClient, kinds: list[str], *, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        kinds: list[str],
+        *,
+        namespace: str | None = None,
+        pod_group: Any | None = None,
+    ) -> None:
         unknown = [k for k in kinds if k not in KIND_INFO]
         if unknown:
             raise ValueError(f"unknown job kinds {unknown}; known: {sorted(KIND_INFO)}")
@@ -88,6 +106,17 @@ class ClusterCache:
                 namespace=self.namespace,
                 transform=_only_owned_by("PyTorchJob"),
                 name="HorizontalPodAutoscaler",
+            )
+
+        if pod_group is not None:
+            # Gang scheduling (§5): the PodGroups' phase drives reconciles (Volcano's admission gates
+            # pod creation). PodGroups carry no label of ours; filtered on the ownerReference.
+            self.owned["PodGroup"] = Informer(
+                client,
+                pod_group,
+                namespace=self.namespace,
+                transform=_owned_by_a_job(set(kinds)),
+                name="PodGroup",
             )
 
     def informers(self) -> list[Informer]:

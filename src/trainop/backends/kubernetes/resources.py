@@ -77,6 +77,28 @@ OWNED_RESOURCES: dict[str, Any] = {
 }
 
 
+# PodGroups (contract §5): one of the two APIs, chosen by --gang-scheduler-name; status is the
+# scheduler's (Volcano's phase gates pod creation), the operator writes only the main resource.
+VolcanoPodGroup: Any = _private(
+    GenericNamespacedResource, "scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"
+)
+PluginsPodGroup: Any = _private(
+    GenericNamespacedResource, "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"
+)
+POD_GROUP_RESOURCES: dict[str, Any] = {
+    "scheduling.volcano.sh/v1beta1": VolcanoPodGroup,
+    "scheduling.x-k8s.io/v1alpha1": PluginsPodGroup,
+}
+
+
+def use_pod_group_api(api_version: str) -> Any:
+    """Make ``PodGroup`` an owned kind of this process, in the gang scheduler's API; returns its class.
+    (One operator per process: a Plan's DeleteObject names only the kind.)"""
+    cls = POD_GROUP_RESOURCES[api_version]
+    OWNED_RESOURCES["PodGroup"] = cls
+    return cls
+
+
 def resource_for_kind(kind: str) -> Any:
     """The resource class of an owned object or a job kind; KeyError names what is supported."""
     if kind in OWNED_RESOURCES:

@@ -1,0 +1,226 @@
+"""Gang scheduling (contract §5): the PodGroup a job needs, and what it changes on the job's pods.
+
+Volcano (``scheduling.volcano.sh/v1beta1``) or scheduler-plugins (``scheduling.x-k8s.io/v1alpha1``)
+PodGroups, chosen by ``--gang-scheduler-name``. Pure: builds dicts and decides; the backend creates,
+updates and deletes the objects through the Plan. No I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from trainop.api.common import TrainingJob
+from trainop.api.kinds import KIND_INFO
+from trainop.core.plan import ERROR_PLACEHOLDER, DeleteObject, Event
+
+POD_GROUP_KIND = "PodGroup"
+VOLCANO = "volcano"
+VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
+PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+# Pod decoration (§5): Volcano reads annotations, scheduler-plugins' Coscheduling a label.
+ANNOTATION_VOLCANO_GROUP = "scheduling.k8s.io/group-name"
+ANNOTATION_VOLCANO_TASK = "volcano.sh/task-spec"
+LABEL_PLUGINS_POD_GROUP = "scheduling.x-k8s.io/pod-group"
+VOLCANO_DEFAULT_QUEUE = "default"
+# Volcano's PodGroup phases: pods are created only once the group left Pending (§5).
+PHASE_PENDING = "Pending"
+
+REASON_OTHER_SCHEDULER = "SetPodTemplateSchedulerName"
+REASON_OTHER_SCHEDULER_MPI = "SettedPodTemplateSchedulerName"
+MESSAGE_OTHER_SCHEDULER = (
+    "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GangScheduler:
+    """The operator's ``--gang-scheduler-name``: ``volcano`` (any case) or a scheduler-plugins
+    scheduler's name (§5)."""
+
+    scheduler_name: str
+
+    @classmethod
+    def from_flag(cls, value: str) -> GangScheduler | None:
+        value = value.strip()
+        if not value:
+            return None
+        return cls(VOLCANO if value.lower() == VOLCANO else value)
+
+    @property
+    def volcano(self) -> bool:
+        return self.scheduler_name == VOLCANO
+
+    @property
+    def api_version(self) -> str:
+        return VOLCANO_API_VERSION if self.volcano else PLUGINS_API_VERSION
+
+    @property
+    def crd_name(self) -> str:
+        return f"podgroups.{self.api_version.split('/')[0]}"
+
+
+def compute_min_member(job: TrainingJob) -> int:
+    """``schedulingPolicy.minAvailable``, else the total replicas (nil counts as 1), §5."""
+    policy = job.run_policy.scheduling_policy
+    if policy is not None and policy.min_available is not None:
+        return int(policy.min_available)
+    return sum(1 if spec.replicas is None else int(spec.replicas) for spec in job.replica_specs.values())
+
+
+def compute_min_resources(
+    job: TrainingJob, min_member: int, priorities: dict[str, int] | None = None
+) -> dict[str, str] | None:
+    """``schedulingPolicy.minResources``, else the requests of the first ``min_member`` pods, the
+    replica types taken highest PriorityClass value first (§5).
+
+    Upstream means exactly this, but its PriorityClass lister is never started, so every value is 0 and
+    Go's map order picks an arbitrary subset of types (§9.10). Here the values come from
+    ``priorities`` (PriorityClass name → value; unknown = 0) and ties keep the kind's canonical order
+    (Master, Chief, Launcher before workers), so the result is deterministic and counts the pods a job
+    cannot start without first. Each pod counts its containers' ``requests`` (``limits`` when a
+    container has no requests), as upstream.
+    """
+    policy = job.run_policy.scheduling_policy
+    if policy is not None and policy.min_resources is not None:
+        return {str(k): str(v) for k, v in policy.min_resources.items()}
+    priorities = priorities or {}
+    canonical = {t.lower(): i for i, t in enumerate(KIND_INFO[job.kind].replica_types)}
+    order = sorted(
+        job.replica_specs.items(),
+        key=lambda item: (
+            -priorities.get(str(item[1].pod_spec.get("priorityClassName") or ""), 0),
+            canonical.get(item[0].lower(), len(canonical)),
+        ),
+    )
+    totals: dict[str, list[tuple[Decimal, str]]] = {}
+    counted = 0
+    for _, spec in order:
+        replicas = 1 if spec.replicas is None else int(spec.replicas)
+        for _ in range(replicas):
+            if counted >= min_member:
+                break
+            counted += 1
+            for container in spec.containers:
+                res = container.get("resources") or {}
+                requests = res.get("requests")
+                for name, value in (requests if requests is not None else res.get("limits") or {}).items():
+                    totals.setdefault(str(name), []).append((_parse_quantity(str(value)), str(value)))
+    if not totals:
+        return None
+    return {name: _format_sum(values) for name, values in totals.items()}
+
+
+def build_pod_group(
+    job: TrainingJob,
+    gang: GangScheduler,
+    existing: dict[str, Any] | None = None,
+    priorities: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The PodGroup ``<job>`` for ``job`` (defaulted), §5. Annotations are the job's (upstream copies
+    them on create; an update keeps what the existing group carries). The caller adds the namespace
+    and the controller ownerReference, as for every owned object."""
+    policy = job.run_policy.scheduling_policy
+    min_member = compute_min_member(job)
+    min_resources = compute_min_resources(job, min_member, priorities)
+    spec: dict[str, Any] = {"minMember": min_member}
+    if gang.volcano:
+        queue = (policy.queue if policy is not None else None) or VOLCANO_DEFAULT_QUEUE
+        existing_queue = ((existing or {}).get("spec") or {}).get("queue")
+        if existing_queue:
+            queue = str(existing_queue)  # §5: an existing PodGroup's non-empty queue wins
+        spec["queue"] = queue
+        if policy is not None and policy.priority_class:
+            spec["priorityClassName"] = policy.priority_class
+    elif policy is not None and policy.schedule_timeout_seconds is not None:
+        spec["scheduleTimeoutSeconds"] = int(policy.schedule_timeout_seconds)
+    if min_resources is not None:
+        spec["minResources"] = min_resources
+    meta: dict[str, Any] = {"name": job.name, "namespace": job.namespace}
+    annotations = (
+        (existing or {}).get("metadata", {}).get("annotations") if existing else job.metadata.annotations
+    )
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": gang.api_version, "kind": POD_GROUP_KIND, "metadata": meta, "spec": spec}
+
+
+def detect_pod_group_admitted(pod_group: dict[str, Any] | None) -> bool:
+    """Volcano: pods may be created once the PodGroup's phase is set and not Pending (§5)."""
+    if pod_group is None:
+        return False
+    phase = (pod_group.get("status") or {}).get("phase")
+    return bool(phase) and phase != PHASE_PENDING
+
+
+def build_pod_decoration(
+    pod: dict[str, Any], gang: GangScheduler, job: TrainingJob, rtype: str
+) -> Event | None:
+    """Set the gang scheduler and the group's annotation/label on a fresh ``pod`` (§5). Returns the
+    Warning upstream records when the template names another scheduler (which is kept)."""
+    spec = pod.setdefault("spec", {})
+    meta = pod.setdefault("metadata", {})
+    event: Event | None = None
+    current = spec.get("schedulerName")
+    if not current:
+        spec["schedulerName"] = gang.scheduler_name
+    elif current != gang.scheduler_name:
+        reason = REASON_OTHER_SCHEDULER_MPI if job.kind == "MPIJob" else REASON_OTHER_SCHEDULER
+        event = Event("Warning", reason, MESSAGE_OTHER_SCHEDULER, key=f"{reason}/{rtype}")
+    if gang.volcano:
+        annotations = meta.setdefault("annotations", {})
+        annotations[ANNOTATION_VOLCANO_GROUP] = job.name
+        annotations[ANNOTATION_VOLCANO_TASK] = rtype.lower()
+    else:
+        meta.setdefault("labels", {})[LABEL_PLUGINS_POD_GROUP] = job.name
+    return event
+
+
+# --- quantities (the few Kubernetes forms requests use) ----------------------------------------------
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+            "k": Decimal(10**3), "M": Decimal(10**6), "G": Decimal(10**9), "T": Decimal(10**12),
+            "P": Decimal(10**15), "E": Decimal(10**18)}  # fmt: skip
+
+
+def _parse_quantity(text: str) -> Decimal:
+    text = text.strip()
+    for suffix, factor in _BINARY.items():
+        if text.endswith(suffix):
+            return Decimal(text[: -len(suffix)]) * factor
+    try:
+        if text and text[-1] in _DECIMAL and text[-1] != "":
+            return Decimal(text[:-1]) * _DECIMAL[text[-1]]
+        return Decimal(text)
+    except InvalidOperation as exc:
+        raise ValueError(f"invalid resource quantity {text!r}") from exc
+
+
+def _format_sum(values: list[tuple[Decimal, str]]) -> str:
+    """The sum in the form of the first addend, as Go's Quantity.Add keeps its receiver's format:
+    binary (``Gi``/``Mi``/``Ki``) when that divides exactly, else milli-units or a plain integer."""
+    total = sum((v for v, _ in values), Decimal(0))
+    first = values[0][1]
+    if any(first.endswith(s) for s in _BINARY) and total == total.to_integral_value():
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+            if total % _BINARY[suffix] == 0 and total >= _BINARY[suffix]:
+                return f"{int(total / _BINARY[suffix])}{suffix}"
+        return str(int(total))
+    if total == total.to_integral_value():
+        return str(int(total))
+    milli = total * 1000
+    if milli == milli.to_integral_value():
+        return f"{int(milli)}m"
+    return f"{int((total * 10**9).to_integral_value())}n"
+
+
+def build_pod_group_delete_action(name: str) -> DeleteObject:
+    """Delete the PodGroup with upstream's events (§4.8): SuccessfulDeletePodGroup / FailedDeletePodGroup."""
+    return DeleteObject(
+        POD_GROUP_KIND,
+        name,
+        done=Event("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {name}"),
+        on_error=Event("Warning", "FailedDeletePodGroup", f"Error deleting: {ERROR_PLACEHOLDER}"),
+    )
