@@ -421,15 +421,17 @@ class PodRunner:
             pod.gpus = {}
 
     def _start(self, pod: PodRun, c: ContainerRun, now: float) -> None:
+        # What can fail comes before any change to ``c``: a start that raised is simply tried again.
+        # The store's count of attempts, unless an earlier attempt's record is still unsaved.
+        attempt = max(self.store.next_attempt(self.job.uid, pod.name, c.spec.container), c.attempt + 1)
+        log_path = self.paths.container_log(
+            self.job.namespace, self.job.name, pod.name, c.spec.container, attempt
+        )
         self.changed = True
         c.next_start = None
         if c.attempt >= 0:
             c.restart_count += 1
-        # The store's count, unless an earlier attempt's record is still unsaved.
-        c.attempt = max(self.store.next_attempt(self.job.uid, pod.name, c.spec.container), c.attempt + 1)
-        log_path = self.paths.container_log(
-            self.job.namespace, self.job.name, pod.name, c.spec.container, c.attempt
-        )
+        c.attempt = attempt
         c.started_at = now
         if c.spec.noop is not None:
             with contextlib.suppress(OSError), open_log(log_path) as noop_log:  # owner-only, like every log
