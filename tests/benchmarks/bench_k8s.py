@@ -16,7 +16,8 @@ requests (by verb and resource). Asserts nothing.
 
     python tests/benchmarks/bench_k8s.py [--jobs 500] [--workers 3] [--big-workers 500] [--rounds 2]
         [--modes equal,defaults] [--qps 200] [--burst 400] [--operators upstream,trainop]
-    (each option also as env: BENCH_K8S_JOBS=50 BENCH_K8S_BIG_WORKERS=0 BENCH_K8S_ROUNDS=1 ...)
+    (each option also as env: BENCH_K8S_JOBS=50 BENCH_K8S_BIG_WORKERS=0 BENCH_K8S_ROUNDS=1 ...;
+    BENCH_K8S_PYSPY=/tmp/spy: py-spy samples of trainop's runs; BENCH_K8S_PROFILE=file: cProfile)
 """
 
 from __future__ import annotations
@@ -472,9 +473,17 @@ def run_one(cfg: Config, bin_dir: Path) -> Figures:
             return cfg.op != "upstream" or log.read_text().count("Starting workers") >= UPSTREAM_SCHEMES
 
         wait_until(ready, 120, f"{cfg.op} ready")
+        spy = None
+        if os.environ.get("BENCH_K8S_PYSPY") and cfg.op == "trainop":  # a flame graph of the run
+            out = f"{os.environ['BENCH_K8S_PYSPY']}-{cfg.mode}-{cfg.jobs}x{cfg.workers}.txt"
+            spy_cmd = ["py-spy", "record", "--pid", str(proc.pid), "-f", "raw", "-r", "100", "-o", out]
+            spy = subprocess.Popen(spy_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         fig.succeeded = asyncio.run(drive(env, cfg, nodes))
         settle(plane.audit_log, cfg.op, time.monotonic() + 120)
         fig.rss_mb, fig.cpu_s = proc_stats(proc.pid)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=30)
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGTERM)
