@@ -7,6 +7,7 @@
 #   hack/testenv/build.sh --background    same, detached; prints the log path and returns
 #   hack/testenv/build.sh --check         exit 0 if every binary is there, 1 otherwise
 #   hack/testenv/build.sh --print-bin-dir print the bin directory (whether or not it is built)
+#   hack/testenv/build.sh --print-sp-bin-dir  the same for scheduler-plugins (gang-scheduling tests)
 set -euo pipefail
 
 # Everything is in main() so bash has parsed the whole file before running it: editing or
@@ -24,18 +25,31 @@ main() {
   LOG="$KEY_DIR/build.log"
 
   K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  ALL_BINS=("${K8S_BINS[@]}" etcd kwok)
+  # scheduler-plugins (the gang-scheduling tests' Coscheduling scheduler and PodGroup controller) has
+  # its own key, so pinning it never invalidates the Kubernetes binaries above (5 min to rebuild).
+  SP_KEY="scheduler-plugins-${SCHEDULER_PLUGINS_VERSION}"
+  SP_BIN_DIR="$CACHE_ROOT/$SP_KEY/bin"
+  SP_BINS=(sp-scheduler sp-controller)
+  SP_CRDS="$CACHE_ROOT/$SP_KEY/crds"  # its config/crd/bases (PodGroup, ElasticQuota), copied from the module
+  ALL_BINS=("${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds)
 
   ts() { date -u +%H:%M:%S; }
   say() { echo "[$(ts)] testenv: $*"; }
 
   missing() {  # prints the names of the binaries in "$@" that are not built yet
     local b
-    for b in "$@"; do [[ -x "$BIN_DIR/$b" ]] || echo "$b"; done
+    for b in "$@"; do
+      case "$b" in
+        sp-crds) [[ -d "$SP_CRDS" ]] || echo "$b" ;;
+        sp-*) [[ -x "$SP_BIN_DIR/$b" ]] || echo "$b" ;;
+        *) [[ -x "$BIN_DIR/$b" ]] || echo "$b" ;;
+      esac
+    done
   }
 
   case "${1:-}" in
     --print-bin-dir) echo "$BIN_DIR"; exit 0 ;;
+    --print-sp-bin-dir) echo "$SP_BIN_DIR"; exit 0 ;;
     --check) [[ -z "$(missing "${ALL_BINS[@]}")" ]]; exit $? ;;
     --background)
       mkdir -p "$KEY_DIR"
@@ -90,8 +104,9 @@ main() {
   # -trimpath and a fixed build date keep the binaries reproducible; SOURCE_DATE_EPOCH overrides.
   BUILD_DATE="$(date -u -d "@${SOURCE_DATE_EPOCH:-0}" +%Y-%m-%dT%H:%M:%SZ)"
 
-  build() {  # label module-dir ldflags out(-o) packages...
+  build() {  # label module-dir ldflags out(-o) packages...   (DEST: where the binaries go)
     local label="$1" dir="$2" ldflags="$3" out="$4"; shift 4
+    local dest="${DEST:-$BIN_DIR}"
     local tmp t0 total
     t0=$(date +%s)
     tmp="$(mktemp -d "$KEY_DIR/.tmp-$label.XXXXXX")"
@@ -103,7 +118,7 @@ main() {
       say "$label: build FAILED"; exit 1
     fi
     # Move into place only after the whole build succeeded, so a half build never looks complete.
-    mv -f "$tmp"/* "$BIN_DIR/" && rmdir "$tmp"
+    mkdir -p "$dest" && mv -f "$tmp"/* "$dest/" && rmdir "$tmp"
     say "$label: done in $(( $(date +%s) - t0 ))s"
   }
 
@@ -137,7 +152,24 @@ main() {
     build kwok kwok "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" kwok sigs.k8s.io/kwok/cmd/kwok
   fi
 
-  say "all built in $(( $(date +%s) - T0 ))s: $BIN_DIR"
+  if [[ -n "$(missing "${SP_BINS[@]}")" ]]; then
+    check_pin scheduler-plugins sigs.k8s.io/scheduler-plugins "$SCHEDULER_PLUGINS_VERSION"
+    # Two binaries from one module: -o needs a directory for more than one package, so one at a time.
+    # Same version stamps as upstream's Makefile (LDFLAGS: k8s.io/component-base/version.gitVersion).
+    ld="-s -w -X k8s.io/component-base/version.gitVersion=$SCHEDULER_PLUGINS_VERSION"
+    DEST="$SP_BIN_DIR" build sp-scheduler scheduler-plugins "$ld" sp-scheduler sigs.k8s.io/scheduler-plugins/cmd/scheduler
+    DEST="$SP_BIN_DIR" build sp-controller scheduler-plugins "$ld" sp-controller sigs.k8s.io/scheduler-plugins/cmd/controller
+  fi
+
+  if [[ -n "$(missing sp-crds)" ]]; then
+    # Its manifests/crds are symlinks into config/crd/bases, which the module zip does not keep.
+    sp_src="$(cd "$HERE/tools/scheduler-plugins" && GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' sigs.k8s.io/scheduler-plugins)"
+    rm -rf "$SP_CRDS.tmp" && mkdir -p "$SP_CRDS.tmp"
+    cp "$sp_src"/config/crd/bases/*.yaml "$SP_CRDS.tmp/" && chmod u+w "$SP_CRDS.tmp"/* && mv "$SP_CRDS.tmp" "$SP_CRDS"
+    say "scheduler-plugins CRDs: $SP_CRDS"
+  fi
+
+  say "all built in $(( $(date +%s) - T0 ))s: $BIN_DIR $SP_BIN_DIR"
 }
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"

@@ -100,6 +100,14 @@ KCM_CONTROLLERS = (
 
 START_TIMEOUT_S = 120.0
 
+# scheduler-plugins (hack/testenv/tools/scheduler-plugins), started with scheduler_plugins=True: a
+# second kube-scheduler with the Coscheduling plugin under this scheduler name (profile as in its
+# manifests/coscheduling/scheduler-config.yaml), and its controller, which writes PodGroup status.
+SCHEDULER_PLUGINS_BINARIES = ("sp-scheduler", "sp-controller")
+SCHEDULER_PLUGINS_NAME = "scheduler-plugins-scheduler"
+# Volcano PodGroup CRD generated from volcano.sh/apis (hack/testenv/crds/generate-volcano.sh).
+VOLCANO_CRD = "scheduling.volcano.sh_podgroups.yaml"
+
 
 class BuildMissingError(RuntimeError):
     """The control-plane binaries are not in the cache; the message says how to build them."""
@@ -153,6 +161,25 @@ def find_bin_dir() -> Path:
     else:
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainop" / "testenv"
     return root / key / "bin"
+
+
+def find_scheduler_plugins_dir() -> Path:
+    """scheduler-plugins' cache directory (bin/ and crds/), keyed by its version (same rule as build.sh)."""
+    bin_dir = find_bin_dir()
+    testenv_dir = _repo_testenv_dir()
+    assert testenv_dir is not None
+    version = _read_versions(testenv_dir)["SCHEDULER_PLUGINS_VERSION"]
+    return bin_dir.parent.parent / f"scheduler-plugins-{version}"
+
+
+def _check_scheduler_plugins(sp_dir: Path) -> None:
+    missing = [b for b in SCHEDULER_PLUGINS_BINARIES if not os.access(sp_dir / "bin" / b, os.X_OK)]
+    if missing or not list((sp_dir / "crds").glob("*.yaml")):
+        raise BuildMissingError(
+            f"scheduler-plugins (the gang-scheduling tests' Coscheduling scheduler) missing in {sp_dir}: "
+            f"{', '.join(missing) or 'crds'}. Build it with `{BUILD_COMMAND}` at the repository root "
+            "(about 5 min cold on 2 cores; `hack/testenv/build.sh --background` detaches)."
+        )
 
 
 def _check_binaries(bin_dir: Path) -> None:
@@ -426,6 +453,8 @@ class ControlPlane:
     nodes: int = DEFAULT_NODES
     stages: Sequence[Path] = ()
     keep_run_dir: bool = False
+    node_capacity: dict[str, str] = field(default_factory=lambda: dict(NODE_CAPACITY))
+    scheduler_plugins_dir: Path | None = None  # set: run the Coscheduling scheduler and its controller
     procs: list[_Proc] = field(default_factory=list)
     etcd_dir: Path | None = None
     server: str = ""
@@ -592,21 +621,86 @@ class ControlPlane:
             extra_env={"KWOK_WORKDIR": str(kwok_workdir)},
         )
         self._create_nodes()
+        health_ports = [kcm_port, sched_port]
+        if self.scheduler_plugins_dir is not None:
+            health_ports.append(self._start_scheduler_plugins(self.scheduler_plugins_dir))
 
         def all_ready() -> bool | None:
             self._check_alive()
-            ok = all(self._get(p, "/healthz", None) == 200 for p in (kcm_port, sched_port))
+            ok = all(self._get(p, "/healthz", None) == 200 for p in health_ports)
             return True if ok and self._nodes_ready() and self._default_sa() else None
 
         _wait("controller-manager, scheduler and Ready kwok nodes", all_ready, START_TIMEOUT_S)
 
-    def _spawn(self, name: str, args: list[str], extra_env: dict[str, str] | None = None) -> None:
+    def _start_scheduler_plugins(self, sp_dir: Path) -> int:
+        """Install scheduler-plugins' CRDs, start its Coscheduling scheduler and its PodGroup
+        controller; returns the scheduler's health port."""
+        self._kubectl("apply", "--server-side", "-f", str(sp_dir / "crds"))
+        self._kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.x-k8s.io"
+        )
+        port, metrics, probe = _free_ports(3)
+        config = self.run_dir / "coscheduling-config.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "leaderElection": {"leaderElect": False},
+                    "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+                    "profiles": [
+                        {
+                            "schedulerName": SCHEDULER_PLUGINS_NAME,
+                            "plugins": {
+                                "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                                "queueSort": {
+                                    "enabled": [{"name": "Coscheduling"}],
+                                    "disabled": [{"name": "*"}],
+                                },
+                            },
+                            "pluginConfig": [
+                                {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}
+                            ],
+                        }
+                    ],
+                }
+            )
+        )
+        self._spawn(
+            "sp-scheduler",
+            [
+                f"--config={config}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.run_dir / 'sp-scheduler-certs'}",
+            ],
+            binary=sp_dir / "bin" / "sp-scheduler",
+        )
+        self._spawn(
+            "sp-controller",
+            [f"--metricsAddr=127.0.0.1:{metrics}", f"--probeAddr=127.0.0.1:{probe}"],
+            extra_env={"KUBECONFIG": str(self.kubeconfig)},
+            binary=sp_dir / "bin" / "sp-controller",
+        )
+        return port
+
+    def _kubectl(self, *args: str) -> None:
+        subprocess.run(
+            [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
+            check=True,
+            capture_output=True,
+            env=_child_env(),
+        )
+
+    def _spawn(
+        self, name: str, args: list[str], extra_env: dict[str, str] | None = None, binary: Path | None = None
+    ) -> None:
         log = self.log_dir / f"{name}.log"
         env = _child_env()
         env.update(extra_env or {})
         with log.open("ab") as f:
             popen = subprocess.Popen(
-                [str(self.bin_dir / name), *args],
+                [str(binary or self.bin_dir / name), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=f,
                 stderr=subprocess.STDOUT,
@@ -662,7 +756,7 @@ class ControlPlane:
                     },
                 ),
                 spec=NodeSpec(),
-                status=NodeStatus(capacity=dict(NODE_CAPACITY), allocatable=dict(NODE_CAPACITY)),
+                status=NodeStatus(capacity=dict(self.node_capacity), allocatable=dict(self.node_capacity)),
             )
             client.create(node)
         client.close()
@@ -1018,15 +1112,35 @@ def wait_for(
 
 
 def start_env(
-    nodes: int = DEFAULT_NODES, keep_run_dir: bool = False, run_dir: Path | None = None
+    nodes: int = DEFAULT_NODES,
+    keep_run_dir: bool = False,
+    run_dir: Path | None = None,
+    *,
+    node_capacity: dict[str, str] | None = None,
+    scheduler_plugins: bool = False,
 ) -> ControlPlane:
-    """Start a control plane from the cached binaries; raises BuildMissingError if they are missing."""
+    """Start a control plane from the cached binaries; raises BuildMissingError if they are missing.
+
+    ``node_capacity``: each kwok node's capacity (default NODE_CAPACITY). ``scheduler_plugins``: also
+    run scheduler-plugins' Coscheduling scheduler (as SCHEDULER_PLUGINS_NAME) and PodGroup controller,
+    with its CRDs installed (the gang-scheduling tests)."""
     bin_dir = find_bin_dir()
     _check_binaries(bin_dir)
+    sp_dir = None
+    if scheduler_plugins:
+        sp_dir = find_scheduler_plugins_dir()
+        _check_scheduler_plugins(sp_dir)
     if run_dir is None:
         _sweep_stale(Path(tempfile.gettempdir()), "trainop-testenv-run-")
     rd = run_dir or Path(tempfile.mkdtemp(prefix=f"trainop-testenv-run-{os.getpid()}-"))
-    plane = ControlPlane(bin_dir=bin_dir, run_dir=rd, nodes=nodes, keep_run_dir=keep_run_dir)
+    plane = ControlPlane(
+        bin_dir=bin_dir,
+        run_dir=rd,
+        nodes=nodes,
+        keep_run_dir=keep_run_dir,
+        node_capacity=dict(node_capacity or NODE_CAPACITY),
+        scheduler_plugins_dir=sp_dir,
+    )
     try:
         plane.start()
     except BaseException as e:
