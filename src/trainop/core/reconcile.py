@@ -742,6 +742,10 @@ class _Pass:
         elif detect_drift(desired, current):
             if "status" in current:  # kept when the CRD has no status subresource
                 desired["status"] = current["status"]
+            # Custom resources allow no unconditional update; a conflict retries on the next pass.
+            rv = (current.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                desired["metadata"]["resourceVersion"] = rv
             self._act(ev.build_update_action(desired))
         return not self.gang.volcano or detect_pod_group_admitted(current)
 
