@@ -497,6 +497,10 @@ def run_one(cfg: Config, bin_dir: Path) -> Figures:
             shutil.copy(plane.audit_log, audit_copy)
         plane.stop()
     analyse(cfg, audit_copy, fig)
+    keep = os.environ.get("BENCH_K8S_KEEP_AUDIT")  # a directory: keep each run's audit log there
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(audit_copy, Path(keep) / f"{cfg.op}-{cfg.mode}-{cfg.jobs}x{cfg.workers}-{time.time_ns()}.log")
     shutil.rmtree(audit_copy.parent, ignore_errors=True)
     return fig
 

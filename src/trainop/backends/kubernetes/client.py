@@ -166,8 +166,12 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         limiter: TokenBucket,
         stats: RequestStats,
         activity: Activity | None = None,
+        status_inner: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._inner = inner
+        # Status writes get connections of their own: behind a creation burst the shared pool's
+        # queue, not the token bucket, is where they would wait (issue 16).
+        self._status_inner = status_inner or inner
         self._limiter = limiter
         self._stats = stats
         self._activity = activity
@@ -181,7 +185,8 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         try:
             await self._limiter.acquire(priority)
             try:
-                resp = await self._inner.handle_async_request(request)
+                inner = self._status_inner if priority == PRIORITY_STATUS else self._inner
+                resp = await inner.handle_async_request(request)
             except httpx.HTTPError:
                 self._stats.record(request.method, "<error>")
                 raise
@@ -195,6 +200,8 @@ class LimitedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+        if self._status_inner is not self._inner:
+            await self._status_inner.aclose()
 
 
 class _AiohttpStream(httpx.AsyncByteStream):
@@ -311,28 +318,30 @@ def build_client(
     stats = RequestStats()
     activity = Activity()
 
-    def client(connections: int, tracked: Activity | None) -> AsyncClient:
-        inner: httpx.AsyncBaseTransport
+    def transport(connections: int) -> httpx.AsyncBaseTransport:
         if http_stack == "aiohttp" and not http2:
-            inner = AiohttpTransport(ssl_ctx, connections)
-        else:
-            inner = httpx.AsyncHTTPTransport(
-                verify=ssl_ctx,
-                http2=http2,
-                limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-            )
+            return AiohttpTransport(ssl_ctx, connections)
+        return httpx.AsyncHTTPTransport(
+            verify=ssl_ctx,
+            http2=http2,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        )
+
+    def client(connections: int, tracked: Activity | None, status: int = 0) -> AsyncClient:
+        inner = transport(connections)
+        status_inner = transport(status) if status else None
         return AsyncClient(
             config,
             timeout=httpx.Timeout(timeout),
             field_manager=field_manager,
-            transport=LimitedTransport(inner, limiter, stats, tracked),
+            transport=LimitedTransport(inner, limiter, stats, tracked, status_inner),
             lazy=False,
         )
 
     # Small pools: httpcore scans every pooled connection on each request, so hundreds of idle
     # connections cost more CPU than they save. 32 requests in flight is ~3,000 requests/s at 10 ms.
     return KubeClient(
-        api=client(max_connections, activity),
+        api=client(max_connections, activity, status=8),
         watch_api=client(64, None),  # a watch is "in flight" for minutes: not activity
         limiter=limiter,
         stats=stats,
