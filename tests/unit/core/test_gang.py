@@ -268,11 +268,14 @@ def test_volcano_creates_no_pod_until_admitted(phase: str | None, want: list[tup
 
 def test_changed_min_available_updates_the_pod_group() -> None:
     job = raw(pytorch_job("j").master(1).workers(9).run_policy(scheduling_policy={"min_available": 2}))
-    plan = run(job, PLUGINS, [stored_pg(job, PLUGINS, "Pending", minMember=10)])
+    stored = stored_pg(job, PLUGINS, "Pending", minMember=10)
+    stored["metadata"]["resourceVersion"] = "42"
+    plan = run(job, PLUGINS, [stored])
     got = [describe_action(a) for a in plan.actions]
     assert got[0] == ("update", "PodGroup", "j")
     assert plan.actions[0].obj["spec"]["minMember"] == 2
     assert plan.actions[0].obj["status"] == {"phase": "Pending"}  # kept if the CRD has no status subresource
+    assert plan.actions[0].obj["metadata"]["resourceVersion"] == "42"  # no unconditional update of a CR
 
 
 @pytest.mark.parametrize(
