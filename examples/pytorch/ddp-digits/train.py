@@ -3,6 +3,12 @@
 Every replica runs this script. It reads only what the operator injects (MASTER_ADDR, MASTER_PORT,
 RANK, WORLD_SIZE: torch.distributed's env:// rendezvous), trains its shard of the data with
 DistributedDataParallel over gloo (CPU), and rank 0 reports loss and test accuracy per epoch.
+
+With CHECKPOINT set to a file path every replica can read (one host, or a shared volume), rank 0
+saves the model and optimizer after each epoch and every replica resumes from it when it starts: under
+trainop's whole-job restart (docs/failure-policy.md) a killed replica costs at most one epoch, and the
+final accuracy is the same as without the kill (each epoch's shuffle is seeded by its number).
+PAUSE_AFTER_EPOCH (seconds) slows the demo down enough to kill a replica by hand.
 """
 
 from __future__ import annotations
@@ -19,8 +25,17 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 EPOCHS = int(os.environ.get("EPOCHS", "12"))
+CHECKPOINT = os.environ.get("CHECKPOINT", "")
+PAUSE_AFTER_EPOCH = float(os.environ.get("PAUSE_AFTER_EPOCH", "0"))
 BATCH = 32
 TARGET_ACCURACY = 0.9
+
+
+def save_checkpoint(model: nn.Module, optimizer: torch.optim.Optimizer, epoch: int) -> None:
+    """Written next to its final name, then renamed: a replica killed mid-write leaves the last one whole."""
+    tmp = f"{CHECKPOINT}.tmp"
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch}, tmp)
+    os.replace(tmp, CHECKPOINT)
 
 
 def main() -> int:
@@ -30,7 +45,9 @@ def main() -> int:
     torch.manual_seed(0)
 
     x, y = load_digits(return_X_y=True)
-    x_train, x_test, y_train, y_test = train_test_split(x / 16.0, y, test_size=0.25, random_state=0, stratify=y)
+    x_train, x_test, y_train, y_test = train_test_split(
+        x / 16.0, y, test_size=0.25, random_state=0, stratify=y
+    )
     x_train_t = torch.tensor(x_train, dtype=torch.float32)
     y_train_t = torch.tensor(y_train, dtype=torch.long)
     x_test_t = torch.tensor(x_test, dtype=torch.float32)
@@ -45,7 +62,17 @@ def main() -> int:
         print(f"world size {world}: {per_rank} training samples per replica, {len(x_test_t)} test samples")
 
     accuracy = 0.0
-    for epoch in range(1, EPOCHS + 1):
+    first = 1
+    if CHECKPOINT and os.path.exists(CHECKPOINT):
+        state = torch.load(CHECKPOINT, weights_only=True)
+        model.module.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        first = int(state["epoch"]) + 1
+        with torch.no_grad():  # the accuracy so far, should the checkpoint be the last epoch's
+            accuracy = (model(x_test_t).argmax(dim=1) == y_test_t).float().mean().item()
+        if rank == 0:
+            print(f"resumed from {CHECKPOINT} after epoch {first - 1}", flush=True)
+    for epoch in range(first, EPOCHS + 1):
         started = time.monotonic()
         order = torch.randperm(len(x_train_t), generator=torch.Generator().manual_seed(epoch))
         shard = order[rank * per_rank : (rank + 1) * per_rank]
@@ -65,8 +92,13 @@ def main() -> int:
         if rank == 0:
             print(
                 f"epoch {epoch:2d}/{EPOCHS}  loss {total[0] / total[1]:.4f}  "
-                f"test accuracy {accuracy:.4f}  ({time.monotonic() - started:.2f}s)"
+                f"test accuracy {accuracy:.4f}  ({time.monotonic() - started:.2f}s)",
+                flush=True,
             )
+            if CHECKPOINT:
+                save_checkpoint(model.module, optimizer, epoch)
+        if PAUSE_AFTER_EPOCH:
+            time.sleep(PAUSE_AFTER_EPOCH)
 
     dist.barrier()
     dist.destroy_process_group()
