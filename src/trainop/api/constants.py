@@ -139,6 +139,9 @@ FAILURE_POLICY_ANNOTATIONS: Final = (
     ANNOTATION_STARTUP_DEADLINE,
     ANNOTATION_START_ERROR_DEADLINE,
 )
+# On every pod of a job with a failure policy: the effective policy (defaults filled in) as compact
+# JSON, so ``trainop render`` and ``kubectl get pod -o yaml`` show the rules in force at its creation.
+ANNOTATION_EFFECTIVE_FAILURE_POLICY: Final = "trainop.dev/effective-failure-policy"
 # On every pod of a job with a restart policy: the whole-job restart that created it (JobSet's
 # jobset.sigs.k8s.io/restart-attempt); pods of an older attempt are the ones being replaced.
 LABEL_RESTART_ATTEMPT: Final = "trainop.dev/restart-attempt"

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from trainop.api.constants import ANNOTATION_INTERRUPTED
 from trainop.api.defaults import apply_defaults
+from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, build_failure_policy
 from trainop.backends.base import detect_state
 from trainop.backends.local.api import JobDetails, replica_label
 from trainop.cli.format import format_age
@@ -126,6 +127,8 @@ def print_details(console: Console, d: JobDetails) -> None:
     for key, value in fields:
         console.print(f"[bold]{key + ':':<13}[/]{escape(str(value))}")
 
+    _print_failure_policy(console, defaulted)
+
     console.print("\n[bold]Replica specs:[/]")
     t = _table("TYPE", "REPLICAS", "RESTART POLICY", "COMMAND")
     for rtype, rs in defaulted.replica_specs.items():
@@ -179,6 +182,38 @@ def print_details(console: Console, d: JobDetails) -> None:
         print_table(console, t)
     else:
         console.print("  none")
+
+
+def _print_failure_policy(console: Console, job: Any) -> None:
+    """The effective failure policy (docs/failure-policy.md), defaults filled in; nothing without one."""
+    policy, errors = build_failure_policy(job)
+    if errors:
+        console.print(f"[bold]Failure policy:[/] invalid: {escape(str(errors[0]))}")
+        return
+    if policy is None:
+        return
+    deadlines = [
+        f"startupDeadlineSeconds={_opt(policy.startup_deadline_seconds)}",
+        f"startErrorDeadlineSeconds={_opt(policy.start_error_deadline_seconds)}",
+    ]
+    console.print(
+        f"[bold]Failure policy:[/] maxRestarts={policy.max_restarts} "
+        f"restartStrategy={policy.restart_strategy} {' '.join(deadlines)}"
+    )
+    t = _table("#", "RULE", "ACTION", "MATCHES")
+    for i, rule in enumerate(policy.rules):
+        matches = []
+        if rule.on_exit_codes is not None:
+            m = rule.on_exit_codes
+            where = f" of {m.container}" if m.container else ""
+            matches.append(f"exit code{where} {m.operator} {list(m.values)}")
+        if rule.on_reasons:
+            matches.append(f"reason in {list(rule.on_reasons)}")
+        if rule.on_replica_types:
+            matches.append(f"replica type in {list(rule.on_replica_types)}")
+        t.add_row(str(i), rule.name or "", rule.action, escape(" and ".join(matches) or "any failure"))
+    t.add_row("", "(no match)", ACTION_USE_RESTART_POLICY, "the replica's own restartPolicy")
+    print_table(console, t)
 
 
 def _no_pods(d: JobDetails) -> str:

@@ -7,12 +7,14 @@ kind's status rule. Pure: no I/O, no clock (``now`` is an argument), inputs are 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from trainop.api.common import JobStatus, ReplicaSpec, TrainingJob
 from trainop.api.constants import (
+    ANNOTATION_EFFECTIVE_FAILURE_POLICY,
     COND_FAILED,
     COND_RESTARTING,
     COND_RUNNING,
@@ -205,6 +207,7 @@ class _Pass:
         self.policy: FailurePolicy | None = None
         self.restarts = RestartCount()
         self.recreating = False  # pods of an earlier whole-job restart still exist
+        self.policy_json: str | None = None
         self.gang: GangScheduler | None = None  # §5; set by reconcile()
 
     # -- the pass ---------------------------------------------------------------------------------
@@ -545,6 +548,12 @@ class _Pass:
         self.plan.metrics.append(METRIC_RESTARTED)
         self.restarted = True
 
+    def _policy_json(self) -> str:
+        if self.policy_json is None:
+            assert self.policy is not None
+            self.policy_json = json.dumps(self.policy.to_dict(), separators=(",", ":"))
+        return self.policy_json
+
     def _refresh_condition(self, ctype: str, message: str) -> None:
         """A condition already True with the same reason gets the new message (setCondition would keep
         the old one): a second restart names its own failure."""
@@ -804,7 +813,9 @@ class _Pass:
         if self.gang is not None:
             self._decorate_for_gang(pod, replica.rtype)
         if self.policy is not None:
-            pod["metadata"].setdefault("labels", {})[LABEL_RESTART_ATTEMPT] = str(self.restarts.attempt)
+            meta = pod["metadata"]
+            meta.setdefault("labels", {})[LABEL_RESTART_ATTEMPT] = str(self.restarts.attempt)
+            meta.setdefault("annotations", {})[ANNOTATION_EFFECTIVE_FAILURE_POLICY] = self._policy_json()
         self._act(ev.build_create_action(self.info, pod))
 
     def _reconcile_services(self, replica: _Replica) -> None:

@@ -346,3 +346,27 @@ def test_master_worker_kinds_restart_every_replica(kind: str) -> None:
         [("create", "Pod", n) for n in names],
         {"1"},
     )
+
+
+def test_pods_carry_the_effective_policy_render_shows() -> None:
+    w = world({"trainop.dev/max-restarts": "2", "trainop.dev/startup-deadline-seconds": "300"})
+    plain = world({})
+    assert (
+        {
+            n: json.loads(p["metadata"]["annotations"]["trainop.dev/effective-failure-policy"])
+            for n, p in w.pods.items()
+        },
+        [p["metadata"].get("annotations") for p in plain.pods.values()],
+    ) == (
+        dict.fromkeys(
+            ALL,
+            {
+                "rules": [{"name": "default", "action": "RestartJob"}],
+                "unmatched": "UseRestartPolicy",
+                "maxRestarts": 2,
+                "restartStrategy": "Recreate",
+                "startupDeadlineSeconds": 300,
+            },
+        ),
+        [None] * 4,
+    )
