@@ -577,6 +577,9 @@ def main() -> int:
     p.add_argument("--run-duration", default=env_default("RUN_DURATION", "30s"), help="how long pods run")
     p.add_argument("--timeout", type=float, default=env_default("TIMEOUT", 900.0))
     p.add_argument(
+        "--defaults-rounds", type=int, default=env_default("DEFAULTS_ROUNDS", 0), help="0: --rounds"
+    )
+    p.add_argument(
         "--defaults-jobs",
         type=int,
         default=env_default("DEFAULTS_JOBS", 0),
@@ -596,13 +599,18 @@ def main() -> int:
                 else shape_jobs
             )
             figs: list[Figures] = []
-            for rnd in range(args.rounds):
+            rounds = args.defaults_rounds if mode == "defaults" and args.defaults_rounds else args.rounds
+            for rnd in range(rounds):
                 for op in ops:
                     cfg = Config(
                         op, mode, jobs, workers, args.qps, args.burst, args.upstream_threads,
                         args.trainop_threads or None, args.run_duration, args.timeout,
                     )  # fmt: skip
-                    fig = run_one(cfg, bin_dir)
+                    try:
+                        fig = run_one(cfg, bin_dir)
+                    except Exception as exc:  # one failed run must not lose the others' figures
+                        print(f"  {op:8} {mode:9} FAILED: {exc!r}"[:2000], flush=True)
+                        continue
                     figs.append(fig)
                     print(line(fig) + f"  [round {rnd + 1}; {fig.user_agent}]", flush=True)
             rate = f"both at {args.qps:g}/{args.burst} (upstream {args.upstream_threads} threads)"
