@@ -11,6 +11,8 @@ what the scheduler binds (``spec.nodeName``), never on our own status.
 from __future__ import annotations
 
 import contextlib
+import re
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -245,7 +247,8 @@ def gang_operator(gang_env: K8sEnv, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture
 def gang_cluster(gang_env: K8sEnv, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    ns = gang_env.create_namespace(f"gang-{request.node.name.lower()[:40].strip('-_')}".replace("_", "-"))
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower())[:40].strip("-")
+    ns = gang_env.create_namespace(f"gang-{base}-{secrets.token_hex(3)}")
     c = Cluster(gang_env, ns)
     try:
         yield c
@@ -258,11 +261,13 @@ def bound(cluster: Cluster, name: str) -> list[str]:
     return [p["metadata"]["name"] for p in cluster.pods(name) if p["spec"].get("nodeName")]
 
 
+@pytest.mark.parametrize("how", ["patch", "sdk"])
 def test_min_available_10_never_binds_then_2_runs(
-    gang_operator: OperatorProcess, gang_cluster: Cluster
+    gang_operator: OperatorProcess, gang_cluster: Cluster, how: str
 ) -> None:
-    """Upstream's SDK e2e gang scenario: minAvailable 10 on a 2-pod job stays unscheduled; patched to 2,
-    the job runs and succeeds."""
+    """Upstream's SDK e2e gang scenario: minAvailable 10 on a 2-pod job stays unscheduled; changed to 2
+    (a merge patch, or as upstream's e2e does: get_job, edit, the SDK's update_job), the job runs and
+    succeeds."""
     c = gang_cluster
     job = (
         pytorch_job("gang").master(1).workers(1).template(one_cpu).template(SUCCEED)
@@ -280,7 +285,17 @@ def test_min_available_10_never_binds_then_2_runs(
         time.sleep(5)
         assert bound(c, "gang") == []
         assert c.condition("PyTorchJob", "gang", "Running") is None
-    c.patch_job("PyTorchJob", "gang", {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}})
+    if how == "patch":
+        c.patch_job("PyTorchJob", "gang", {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}})
+    else:
+        from trainop.sdk import TrainingClient
+
+        client = TrainingClient(
+            config_file=str(c.env.kubeconfig), namespace=c.namespace, job_kind="PyTorchJob"
+        )
+        job_obj = client.get_job("gang")
+        job_obj.spec.run_policy.scheduling_policy.min_available = 2
+        client.update_job(job_obj, "gang")
     wait_for(
         lambda: (pod_group(c, r.PluginsPodGroup, "gang") or {}).get("spec", {}).get("minMember") == 2 or None,
         60,
