@@ -12,15 +12,31 @@ selectors, tolerations, labels and annotations merged into each template, one Up
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from k8s_harness import Cluster, OperatorProcess, annotate, job_resource
+from k8s_harness import Cluster, annotate, job_resource
+from lightkube import ApiError
+from test_webhook import SELECTOR_LABEL, Webhook, serving_webhook
 
 from trainop.testing.builders import JobBuilder, mpi_job, pytorch_job
-from trainop.testing.testenv import SIM_OUTCOME, SIM_RUN_DURATION, wait_for
+from trainop.testing.testenv import SIM_OUTCOME, SIM_RUN_DURATION, K8sEnv, wait_for
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+@pytest.fixture(scope="module")
+def webhook(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    """One operator that reconciles AND admits: Kueue's updates go through trainop's webhook."""
+    with serving_webhook(k8s_env, tmp_path_factory.mktemp("kueue-webhook")) as wh:
+        yield wh
+
+
+@pytest.fixture
+def admitted_ns(webhook: Webhook, cluster: Cluster) -> Cluster:
+    webhook.env.kubectl("label", "namespace", cluster.namespace, f"{SELECTOR_LABEL}={webhook.token}")
+    return cluster
 
 
 def admission(rtype: str) -> dict[str, Any]:
@@ -78,8 +94,9 @@ def restore(original: dict[str, Any]) -> Any:
     ],
 )
 def test_kueue_admission_eviction_readmission(
-    operator: OperatorProcess, cluster: Cluster, job: JobBuilder, running_pods: int
+    webhook: Webhook, admitted_ns: Cluster, job: JobBuilder, running_pods: int
 ) -> None:
+    cluster, operator = admitted_ns, webhook.op
     kind = job.kind
     created = cluster.create(job.labels(**{QUEUE_LABEL: "user-queue"}).suspend().build_dict())
     original = copy.deepcopy(created)
@@ -87,6 +104,12 @@ def test_kueue_admission_eviction_readmission(
     cluster.settled(operator, kind, "kq")
     assert cluster.pods("kq") == []
 
+    # The webhook is in the path of these updates: one it must deny is denied.
+    def invalid(obj: dict[str, Any]) -> None:
+        next(iter(specs(obj).values()))["template"]["spec"]["containers"][0]["ports"] = "notalist"
+
+    with pytest.raises(ApiError, match="denied the request"):
+        update(cluster, kind, "kq", invalid)
     update(cluster, kind, "kq", run_with_pod_sets_info)  # admitted
     pods = wait_for(
         lambda: len(cluster.live_pods("kq")) == running_pods and cluster.live_pods("kq"), 60, "pods"
