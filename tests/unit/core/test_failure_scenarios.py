@@ -358,15 +358,46 @@ def test_pods_carry_the_effective_policy_render_shows() -> None:
         },
         [p["metadata"].get("annotations") for p in plain.pods.values()],
     ) == (
-        dict.fromkeys(
-            ALL,
-            {
+        {
+            name: {
                 "rules": [{"name": "default", "action": "RestartJob"}],
                 "unmatched": "UseRestartPolicy",
                 "maxRestarts": 2,
                 "restartStrategy": "Recreate",
                 "startupDeadlineSeconds": 300,
-            },
-        ),
+            }
+            for name in ALL
+        },
         [None] * 4,
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "types"),
+    [
+        pytest.param("TFJob", {"Chief": 1, "Worker": 2}, id="TFJob"),
+        pytest.param("JAXJob", {"Worker": 3}, id="JAXJob"),
+        pytest.param("MPIJob", {"Launcher": 1, "Worker": 2}, id="MPIJob"),
+    ],
+)
+def test_other_kinds_restart_every_replica(kind: str, types: dict[str, int]) -> None:
+    b = job_builder(kind, "a")
+    for rtype, n in types.items():
+        b = b.replicas(rtype, n, restart_policy="Never")
+    w = World(b.annotations({"trainop.dev/max-restarts": "1"}).build())
+    for _ in range(3):  # MPI creates its launcher once the workers run
+        w.reconcile()
+        w.set_all("Running")
+    names = sorted(w.pods)
+    w.set_phase(names[0], "Failed", exit_code=137)
+    w.reconcile()
+    deleted = sorted(a[2] for a in actions(w) if a[0] == "delete" and a[1] == "Pod")
+    for _ in range(2):
+        w.reconcile()
+        w.set_all("Running")
+    assert (deleted, sorted(w.pods), set(attempts(w).values()), cond_message(w, "JobRestarts")[:43]) == (
+        names,
+        names,
+        {"1"},
+        "1 whole-job restart(s), 1 counted toward ma",
     )
