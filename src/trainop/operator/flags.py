@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_QPS,
         help=f"Client-side limit on API requests per second (default {DEFAULT_QPS:g}; upstream 20). Raised "
         "because one 1+3 PyTorchJob needs ~9 writes to start, and the API server's priority and fairness "
-        "already protects it; 50/100 is what current controllers such as Kueue ship.",
+        "already protects it; at 50/100 job status lagged its pods during a creation burst (issue 16).",
     )
     add(
         "--kube-api-burst",

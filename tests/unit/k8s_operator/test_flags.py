@@ -14,7 +14,7 @@ from trainop.operator.flags import FlagError, parse_flags
             [],
             {},
             {"kinds": ["PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob"], "namespace": None,
-             "qps": 50.0, "burst": 100, "leader_elect": False, "controller_threads": 32},
+             "qps": 100.0, "burst": 200, "leader_elect": False, "controller_threads": 32},
             id="defaults: every kind, all namespaces, raised QPS",
         ),
         pytest.param(
