@@ -146,6 +146,16 @@ def build_pod_group(
     return {"apiVersion": gang.api_version, "kind": POD_GROUP_KIND, "metadata": meta, "spec": spec}
 
 
+def compute_priorities(priority_classes: list[dict[str, Any]]) -> dict[str, int]:
+    """PriorityClass name → value, from the PriorityClass objects the backend observed."""
+    out: dict[str, int] = {}
+    for pc in priority_classes:
+        name = (pc.get("metadata") or {}).get("name")
+        if name:
+            out[str(name)] = int(pc.get("value") or 0)
+    return out
+
+
 def detect_pod_group_admitted(pod_group: dict[str, Any] | None) -> bool:
     """Volcano: pods may be created once the PodGroup's phase is set and not Pending (§5)."""
     if pod_group is None:

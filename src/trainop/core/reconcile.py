@@ -40,6 +40,7 @@ from trainop.core.gang import (
     build_pod_decoration,
     build_pod_group,
     build_pod_group_delete_action,
+    compute_priorities,
     detect_pod_group_admitted,
 )
 from trainop.core.naming import build_owner_reference, build_selector
@@ -744,7 +745,8 @@ class _Pass:
         Volcano has not admitted it (then no pod is created this pass; its phase change requeues)."""
         assert self.gang is not None
         current = self._pod_group()
-        desired = build_pod_group(self.job, self.gang, current)
+        priorities = compute_priorities(self.observed.extras.get("PriorityClass", []))
+        desired = build_pod_group(self.job, self.gang, current, priorities)
         desired["metadata"]["ownerReferences"] = [build_owner_reference(self.job)]
         if current is None:
             self._act(ev.build_create_action(self.info, desired))

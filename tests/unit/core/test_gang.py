@@ -307,3 +307,18 @@ def test_without_a_gang_scheduler_nothing_changes() -> None:
     plan = reconcile(job, observed, REGISTRY.get(job.kind), ServiceTopology(), T0)
     assert all(describe_action(a)[1] != "PodGroup" for a in plan.actions)
     assert "schedulerName" not in plan.actions[0].obj["spec"]
+
+
+def test_observed_priority_classes_order_min_resources() -> None:
+    """The backend hands PriorityClasses in ``extras``; the higher-valued type's pods count first."""
+    job = raw(
+        pytorch_job("j").master(1).workers(3)
+        .container("Master", **requests(cpu="2"))
+        .container("Worker", **requests(cpu="1"))
+        .template(lambda t: t["spec"].update(priorityClassName="high"), "Worker")
+        .run_policy(scheduling_policy={"min_available": 2})
+    )  # fmt: skip
+    classes = [{"metadata": {"name": "high"}, "value": 1000}, {"metadata": {"name": "low"}, "value": 1}]
+    observed = Observed(job, [], [], {"PriorityClass": classes})
+    plan = reconcile(job, observed, REGISTRY.get(job.kind), ServiceTopology(), T0, gang=PLUGINS)
+    assert plan.actions[0].obj["spec"]["minResources"] == {"cpu": "2"}  # two workers, not master + worker

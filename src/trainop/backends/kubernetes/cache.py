@@ -118,9 +118,15 @@ class ClusterCache:
                 transform=_owned_by_a_job(set(kinds)),
                 name="PodGroup",
             )
+            # minResources counts the replica types by PriorityClass value, highest first (§5): the
+            # lister upstream declares but never starts (§9.10). Read only, no reconcile on change.
+            self.priority_classes: Informer | None = Informer(client, r.PriorityClass, name="PriorityClass")
+        else:
+            self.priority_classes = None
 
     def informers(self) -> list[Informer]:
-        return [*self.jobs.values(), *self.owned.values()]
+        extra = [self.priority_classes] if self.priority_classes is not None else []
+        return [*self.jobs.values(), *self.owned.values(), *extra]
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -144,7 +150,12 @@ class ClusterCache:
         return [(kind, ns, name) for kind, inf in self.jobs.items() for (ns, name) in inf.store.objects]
 
     def owned_objects(self, uid: str) -> dict[str, list[Obj]]:
-        return {kind: inf.store.owned_by(uid) for kind, inf in self.owned.items()}
+        """The objects job ``uid`` controls, by kind; with gang scheduling also every PriorityClass
+        (``PriorityClass``, not owned: what the PodGroup's minResources reads, core/gang.py)."""
+        owned = {kind: inf.store.owned_by(uid) for kind, inf in self.owned.items()}
+        if self.priority_classes is not None:
+            owned["PriorityClass"] = list(self.priority_classes.store.objects.values())
+        return owned
 
     def remember_written_job(self, obj: Obj) -> None:
         inf = self.jobs.get(str(obj.get("kind")))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lightkube.core.generic_client import ALL_NS
+from lightkube.core.resource import GlobalResource
 from lightkube.types import OnErrorAction, OnErrorResult
 
 from trainop.backends.kubernetes.client import PRIORITY_READ, KubeClient, api_status_code, request_priority
@@ -203,11 +204,17 @@ class Informer:
             self.store.upsert(new)
 
     # --- list + watch --------------------------------------------------------------------------------
+    def _list_namespace(self) -> str | None:
+        # Cluster-scoped resources (PriorityClass) take no namespace; lightkube refuses "*" for them.
+        if isinstance(self.resource, type) and issubclass(self.resource, GlobalResource):
+            return None
+        return self.namespace or ALL_NS
+
     async def _list(self) -> str:
         with request_priority(PRIORITY_READ):
             it = self.client.watch_api.list(
                 self.resource,
-                namespace=self.namespace or ALL_NS,
+                namespace=self._list_namespace(),
                 labels=self.labels,
                 chunk_size=self.page_size,
             )
@@ -249,7 +256,7 @@ class Informer:
         with request_priority(PRIORITY_READ):
             stream = self.client.watch_api.watch(
                 self.resource,
-                namespace=self.namespace or ALL_NS,
+                namespace=self._list_namespace(),
                 labels=self.labels,
                 resource_version=rv or None,
                 # client-go picks 5-10 min so many watches do not reconnect at once.

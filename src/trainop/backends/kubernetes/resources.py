@@ -85,6 +85,10 @@ VolcanoPodGroup: Any = _private(
 PluginsPodGroup: Any = _private(
     GenericNamespacedResource, "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"
 )
+# Read for the PodGroup's minResources (§5: replica types by PriorityClass value, highest first).
+PriorityClass: Any = _private(
+    GenericGlobalResource, "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses"
+)
 POD_GROUP_RESOURCES: dict[str, Any] = {
     "scheduling.volcano.sh/v1beta1": VolcanoPodGroup,
     "scheduling.x-k8s.io/v1alpha1": PluginsPodGroup,
