@@ -23,6 +23,9 @@ LABEL_KUEUE_QUEUE: Final = "kueue.x-k8s.io/queue-name"
 ANNOTATION_ISTIO_INJECT: Final = "sidecar.istio.io/inject"
 # trainop's own: when `trainop run` was interrupted (Ctrl-C, SIGTERM); the job is kept, suspended.
 ANNOTATION_INTERRUPTED: Final = "trainop.dev/interrupted"
+# trainop's own: the `trainop run` process a local job is attached to (pid, start time, boot, as JSON);
+# its supervisor stops the unfinished job once that process is gone (backends/local/attach.py).
+ANNOTATION_ATTACHED_CLIENT: Final = "trainop.dev/attached-client"
 
 # runPolicy.managedBy (§1.2, §4.11)
 MANAGED_BY_OPERATOR: Final = "kubeflow.org/training-operator"

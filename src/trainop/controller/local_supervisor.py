@@ -40,6 +40,7 @@ from trainop.api.constants import (
 from trainop.api.defaults import apply_defaults
 from trainop.api.load import parse_job
 from trainop.backends.local import procs
+from trainop.backends.local.attach import detect_client_gone
 from trainop.backends.local.gpus import detect_gpu_inventory
 from trainop.backends.local.paths import StatePaths, remove_job_files
 from trainop.backends.local.ports import probe_free_port
@@ -242,6 +243,7 @@ class Supervisor:
             self.store.add_events(self.uid, [("Warning", "SupervisorStopped", msg)], time.time())
             log(msg)
             return False
+        self._stop_if_client_gone(now)
         gen = self.store.job_generation(self.uid)
         if gen is None:
             # The row vanished (a forced delete): nothing to report to, kill what is left.
@@ -257,6 +259,25 @@ class Supervisor:
             if self._pass():
                 return True
         return None
+
+    _client_checked_at = 0.0
+
+    def _stop_if_client_gone(self, now: float) -> None:
+        """The ``trainop run`` this job is attached to is gone (SIGKILL, a vanished terminal) while the
+        job runs: stop it as run's Ctrl-C does (a deletion, with the pods' grace periods), so that the
+        CLI's process is never the only thing that knows the job must stop (backends/local/attach.py).
+        Looked at once per POLL_SECONDS at most."""
+        if now - self._client_checked_at < POLL_SECONDS:
+            return
+        self._client_checked_at = now
+        row = self.store.get_job(self.uid)
+        if row is None or row.deletion_requested_at is not None:
+            return
+        why = detect_client_gone(row.manifest, row.status)
+        if why is not None:
+            self.store.add_events(self.uid, [("Warning", "AttachedClientGone", why)], now)
+            self.store.request_deletion(self.uid, now, None)
+            log(why)
 
     def _step_failed(self, exc: Exception, now: float) -> None:
         """Log the error, report it once on the job (a Warning event, counted when it repeats), and

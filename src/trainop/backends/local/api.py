@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from trainop.api.common import TrainingJob
-from trainop.api.constants import ANNOTATION_INTERRUPTED, ENV_TRAINOP_JOB_UID
+from trainop.api.constants import ANNOTATION_ATTACHED_CLIENT, ANNOTATION_INTERRUPTED, ENV_TRAINOP_JOB_UID
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
@@ -42,6 +42,7 @@ from trainop.backends.base import (
     is_finished,
 )
 from trainop.backends.local import procs
+from trainop.backends.local.attach import Client, drop_dead_client, format_client
 from trainop.backends.local.paths import (
     StatePaths,
     is_state_dir_fault,
@@ -232,10 +233,16 @@ class LocalBackend:
         return errors
 
     def submit(
-        self, manifest: Mapping[str, Any], *, base_dir: str | Path | None = None, namespace: str | None = None
+        self,
+        manifest: Mapping[str, Any],
+        *,
+        base_dir: str | Path | None = None,
+        namespace: str | None = None,
+        attached_client: Client | None = None,
     ) -> TrainingJob:
         """Validate, store and start a job; returns at once (the job runs under its own supervisor).
-        ``base_dir``: where relative workingDirs resolve (the manifest's directory; default: cwd)."""
+        ``base_dir``: where relative workingDirs resolve (the manifest's directory; default: cwd).
+        ``attached_client``: the ``trainop run`` whose end stops the job (backends/local/attach.py)."""
         check_namespace(namespace)
         doc = copy.deepcopy(dict(manifest))
         # Before validation: the generated name is the one validated, stored and printed.
@@ -248,6 +255,7 @@ class LocalBackend:
         meta["creationTimestamp"] = rfc3339(now)
         meta["generation"] = 1
         meta.pop("resourceVersion", None)
+        _attach(doc, attached_client)  # (validated: metadata is a mapping, its annotations too)
         doc.pop("status", None)
         row = JobRow(
             uid=meta["uid"],
@@ -485,6 +493,7 @@ class LocalBackend:
             annotations[ANNOTATION_INTERRUPTED] = rfc3339(time.time())
         elif not suspend:
             annotations.pop(ANNOTATION_INTERRUPTED, None)
+            drop_dead_client(annotations)
         if annotations:
             meta["annotations"] = annotations
         else:
@@ -607,6 +616,17 @@ class LocalBackend:
         known = sorted(set().union(*containers.values()))
         if container is not None and container not in known:
             raise ReplicaNotFoundError("container", container, row.name, known)
+
+
+def _attach(doc: dict[str, Any], client: Client | None) -> None:
+    """Record the attached client; one the manifest brings (a job exported with get -o yaml) is not
+    ours to honour."""
+    meta = doc.setdefault("metadata", {})
+    annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
+    if client is None:
+        annotations.pop(ANNOTATION_ATTACHED_CLIENT, None)
+        return
+    meta["annotations"] = {**annotations, ANNOTATION_ATTACHED_CLIENT: format_client(client)}
 
 
 def check_namespace(namespace: str | None) -> None:
