@@ -3,11 +3,14 @@
 Exit codes (docs/local-backend.md, README): 0 success (``run``/``wait``: the job Succeeded or the
 awaited condition was reached); 1 the job Failed (or finished otherwise than awaited); 2 invalid
 input (a manifest's field errors, a bad option); 3 not found or already exists; 4 ``wait`` timed
-out; 130 ``run`` interrupted with Ctrl-C (the job was deleted). Never a traceback for bad input.
+out; 130 ``run`` interrupted with Ctrl-C (the job was deleted; 143 for SIGTERM, 129 for SIGHUP).
+Never a traceback for bad input.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gc
 import json
 import os
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 
     from trainop.api.common import TrainingJob
     from trainop.backends.local.api import LocalBackend
+    from trainop.cli.stop_signals import StopSignals
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -372,9 +376,33 @@ def run(
     ] = False,
 ) -> None:
     """Submit a job, stream its logs prefixed by replica, show its status; exit 0 on Succeeded, 1 on
-    Failed. Ctrl-C deletes the job (SIGTERM, then SIGKILL after the grace period; twice: at once).
+    Failed. Ctrl-C, SIGTERM or SIGHUP deletes the job (SIGTERM, then SIGKILL after the grace period;
+    twice: at once); so does run's end by any other way (its supervisor notices).
 
     Without YAML: trainop run --nnodes 2 --nproc-per-node 2 -- python train.py --lr 0.1"""
+    from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code
+
+    # Installed first: from here to the exit a stop signal is never the default (dying on the spot).
+    signals = StopSignals.install()
+    try:
+        backend, manifest, base_dir, announce = _prepare_run(
+            args, namespace, dry_run, nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts
+        )
+        if backend is None:
+            return  # --dry-run
+        job = _submit_attached(backend, signals, manifest, base_dir, namespace)
+    except Interrupted as exc:  # before the job existed: nothing to stop
+        raise typer.Exit(compute_exit_code(exc.signum)) from None
+    code = _watch(backend, job, stream_logs=logs, signals=signals, announce=announce)
+    raise typer.Exit(code)
+
+
+def _prepare_run(
+    args: list[str] | None, namespace: str | None, dry_run: bool, *opts: Any
+) -> tuple[LocalBackend | None, dict[str, Any], Path, bool]:
+    """run's manifest (from FILE, or built from a command) and backend; no backend for --dry-run,
+    which printed it. ``announce``: the job's name is generated, so run says which it is."""
+    nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts = opts
     script_flags = (
         nnodes,
         workers,
@@ -395,7 +423,7 @@ def run(
         file = Path("-")  # relative paths in the command resolve in the current directory
         if dry_run:
             _dump(manifest, "yaml")
-            return
+            return None, manifest, file, False
         backend = _backend()
         manifests = [manifest]
     else:
@@ -412,12 +440,29 @@ def run(
         if dry_run:
             _call(backend.prepare, manifests[0])
             _dump(manifests[0], "yaml")
-            return
-    job = _call(backend.submit, manifests[0], base_dir=_base_dir(file), namespace=namespace)
-    if script or not (manifests[0].get("metadata") or {}).get("name"):
-        typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")  # a generated name: which one
-    code = _watch(backend, job, stream_logs=logs)
-    raise typer.Exit(code)
+            return None, manifests[0], file, False
+    announce = script or not (manifests[0].get("metadata") or {}).get("name")
+    return backend, manifests[0], _base_dir(file), bool(announce)
+
+
+def _submit_attached(
+    backend: LocalBackend,
+    signals: StopSignals,
+    manifest: dict[str, Any],
+    base_dir: Path,
+    namespace: str | None,
+) -> TrainingJob:
+    """Submit the job attached to this process (its supervisor stops it if run ends without doing
+    so). From here signals are only recorded: a signal during the submit is acted on once run knows
+    the job, so there is no moment at which the job exists and run would die without stopping it."""
+    from trainop.backends.local.attach import build_client
+
+    client = build_client()
+    signals.record()
+    job: TrainingJob = _call(
+        backend.submit, manifest, base_dir=base_dir, namespace=namespace, attached_client=client
+    )
+    return job
 
 
 def _is_command(argv: list[str]) -> bool:
@@ -473,7 +518,12 @@ def _script_manifest(argv: list[str], namespace: str | None, *opts: Any) -> dict
         _fail(str(exc), EXIT_INVALID)
 
 
-def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int:
+def _watch(
+    backend: LocalBackend, job: TrainingJob, *, stream_logs: bool, signals: StopSignals, announce: bool
+) -> int:
+    """Follow the job to its end; a stop signal recorded at any moment before it finished (during the
+    submit included) stops it (``_interrupted``). The terminal or pipe going away while output is
+    written counts as a hang-up: nobody can watch the job any more."""
     from rich.live import Live
 
     from trainop.backends.base import JobNotFoundError, is_finished
@@ -481,17 +531,21 @@ def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int
 
     console = _console()
     name, ns = job.name, job.namespace
-    row = backend.store.find_job(ns, name)
-    assert row is not None
-    view = RunView(backend, row, console, stream_logs=stream_logs)
     last = job
-    live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
-    gone = False
+    live: Live | None = None
+    view: RunView | None = None
+    gone = lost_output = False
     try:
+        if announce:
+            typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")  # a generated name: which one
+        row = backend.store.find_job(ns, name)
+        assert row is not None
+        view = RunView(backend, row, console, stream_logs=stream_logs)
+        live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
         if live is not None:
             live.start()
         finish_deadline: float | None = None
-        while True:
+        while signals.received is None:
             view.poll(last)
             try:
                 last = backend.get(name, ns)
@@ -512,42 +566,91 @@ def _watch(backend: LocalBackend, job: TrainingJob, *, stream_logs: bool) -> int
                         view.emit(view.follower.poll())
                     break
             time.sleep(0.2)
-    except KeyboardInterrupt:
-        if live is not None:
-            live.stop()
-            live = None
-        return _interrupted(backend, name, ns)
+    except OSError as exc:
+        if exc.errno not in (errno.EIO, errno.EPIPE):
+            raise
+        lost_output = True
+    except Exception:
+        if signals.received is None:
+            raise
+        # A stop signal came and something failed after it (a write to a hung-up terminal): stop the job.
     finally:
-        if live is not None:
-            live.stop()
-        view.close()
+        try:
+            if live is not None:
+                live.stop()
+        except OSError:
+            lost_output = True
+    if lost_output:
+        _silence_output()
+    try:  # (the view stays open for what the replicas print while they are being stopped)
+        if not gone and not is_finished(last) and (signals.received is not None or lost_output):
+            return _interrupted(backend, name, ns, signals)
+        if view is not None:
+            for line in view.gone(last) if gone else view.ending(last):
+                console.print(line)
+    except OSError:
+        _silence_output()
+    finally:
+        if view is not None:
+            view.close()
     from trainop.cli.live import compute_state
 
-    for line in view.gone(last) if gone else view.ending(last):
-        console.print(line)
     state = compute_state(last)
     if gone and state not in ("Succeeded", "Failed"):
         return EXIT_FAILED
     return EXIT_OK if state == "Succeeded" else EXIT_FAILED
 
 
-def _interrupted(backend: LocalBackend, name: str, namespace: str) -> int:
+def _interrupted(backend: LocalBackend, name: str, namespace: str, signals: StopSignals) -> int:
+    """Stop the job as Ctrl-C does: delete it, waiting for its replicas' grace periods; a second stop
+    signal (or two already) kills them at once. Nothing the user does ends run before the job is gone,
+    and were run killed anyway, its supervisor finishes the deletion it asked for."""
+    import signal
+
+    from trainop.cli.stop_signals import compute_exit_code, describe_signal
+
+    signum = signals.received or signal.SIGHUP  # none: the output went away, as a hang-up
+    by = "" if signum == signal.SIGINT else f" by {describe_signal(signum)}"
     err = _console(stderr=True)
-    err.print(
-        f"interrupted: deleting {_escape(name)} (SIGTERM to every replica, SIGKILL after its grace period; "
-        "Ctrl-C again to kill now)"
+    _say(
+        err,
+        f"interrupted{by}: deleting {name} (SIGTERM to every replica, SIGKILL after its grace period; "
+        "Ctrl-C again to kill now)",
     )
     try:
+        signals.raise_next()
+        if signals.count > 1:
+            raise KeyboardInterrupt  # two came while run was watching: the second says kill now
         backend.delete(name, namespace, wait=True)
     except KeyboardInterrupt:
-        err.print("killing now")
+        signals.record()
+        _say(err, "killing now")
         try:
             backend.delete(name, namespace, wait=True, grace=0)
         except Exception as exc:  # the job may already be gone
-            err.print(_escape(str(exc)))
+            _say(err, str(exc))
     except Exception as exc:
-        err.print(_escape(str(exc)))
-    return EXIT_INTERRUPTED
+        _say(err, str(exc))
+    finally:
+        signals.record()
+    return compute_exit_code(signum)
+
+
+def _say(console: Console, text: str) -> None:
+    try:
+        console.print(_escape(text))
+    except OSError:  # the terminal is gone (SIGHUP): stopping the job goes on in silence
+        _silence_output()
+
+
+def _silence_output() -> None:
+    """Point stdout and stderr at /dev/null once their terminal or reader is gone, so that no later
+    write, nor the interpreter's flush at exit, fails."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _default_containers(job: TrainingJob) -> set[str]:
