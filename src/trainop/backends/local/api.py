@@ -56,6 +56,7 @@ from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_pod, detect_pod_errors
 from trainop.backends.local.runner import rfc3339
 from trainop.backends.local.store import EventRow, JobRow, ProcessRow, Store
+from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, build_job_done, poll_until
 
 SUPERVISOR_MODULE = "trainop.controller.local_supervisor"
 SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
@@ -168,8 +169,10 @@ class LocalBackend:
         env: Mapping[str, str] | None = None,
         *,
         spawner: Spawner | None = None,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.env = dict(os.environ if env is None else env)
+        self.clock = clock  # what wait() reads and sleeps on
         self.spawner: Spawner = spawner or spawn_supervisor_process
         self.paths = StatePaths(Path(home).absolute() if home is not None else resolve_home(self.env))
         self._store: Store | None = None
@@ -563,15 +566,16 @@ class LocalBackend:
     ) -> TrainingJob:
         """Block until one of ``conditions`` is True, or the job has finished in another way (then the
         finished job is returned and the caller compares). Raises WaitTimeoutError, JobNotFoundError."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            job = self.get(name, namespace)
-            conds = (job.status.conditions if job.status else None) or []
-            if any(c.type in conditions and c.status == "True" for c in conds) or is_finished(job):
-                return job
-            if deadline is not None and time.monotonic() >= deadline:
-                raise WaitTimeoutError(name, conditions, timeout or 0.0, detect_state(job))
-            time.sleep(POLL)
+        try:
+            return poll_until(
+                lambda: self.get(name, namespace),
+                build_job_done(conditions),
+                timeout=timeout,
+                interval=POLL,
+                clock=self.clock,
+            )
+        except PollTimeout as exc:
+            raise WaitTimeoutError(name, conditions, timeout or 0.0, detect_state(exc.last)) from None
 
     def logs(
         self,
