@@ -17,18 +17,24 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from trainop.api.common import JobCondition
-from trainop.api.errors import FieldError, InvalidJobError
-from trainop.api.kinds import JOB_MODELS
+from trainop.api import errors as api_errors
+from trainop.api.errors import FieldError
 from trainop.api.load import load_documents, parse_job
-from trainop.sdk import constants
+from trainop.sdk import constants, utils
 from trainop.sdk.backend import ClientBackend
-from trainop.sdk.errors import JobFailedError, SDKError, WaitTimeoutError, build_log_error
+from trainop.sdk.errors import (
+    JobFailedError,
+    SDKError,
+    WaitTimeoutError,
+    build_invalid_job_error,
+    build_log_error,
+)
 from trainop.sdk.funcjob import build_entrypoint, build_func_job, build_func_script, build_pod_template
-from trainop.sdk.models import SDK_JOB_MODELS, KubeObject, build_plain
+from trainop.sdk.models import SDK_JOB_MODELS, build_model, build_plain
 
+T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 ENV_BACKEND = "TRAINOP_BACKEND"
@@ -84,7 +90,9 @@ class TrainingClient:
         backend: str | ClientBackend | None = None,
         local_home: str | os.PathLike[str] | None = None,
     ) -> None:
-        self.job_kind = _checked_kind(job_kind)
+        if job_kind not in constants.JOB_PARAMETERS:
+            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
+        self.job_kind = job_kind
         kube_args = [
             k
             for k, v in (
@@ -164,8 +172,10 @@ class TrainingClient:
         yours). Locally the image is not used; the function runs with this interpreter.
 
         Raises:
-            ValueError: invalid arguments; ``InvalidJobError`` (a ValueError) names the bad fields.
-            AlreadyExistsError (RuntimeError): a job of that name exists.
+            ValueError: invalid arguments, with upstream's messages.
+            InvalidJobError (a RuntimeError): the job is invalid; ``.errors`` names the fields and
+                ``__cause__`` is the API server's 422.
+            AlreadyExistsError (RuntimeError): a job of that name exists (``__cause__.status`` 409).
             RuntimeError: the backend failed. TimeoutError: the request timed out.
 
         Example:
@@ -174,41 +184,59 @@ class TrainingClient:
             >>> client.create_job(name="fn", train_func=train, parameters={"lr": 0.1}, num_workers=1)
             >>> client.create_job(job=open("pytorchjob.yaml").read())
         """
-        obj, isolated_env = build_create_request(
-            job=job,
-            name=name,
-            namespace=namespace or None,
-            default_namespace=self.namespace,
-            labels=labels,
-            annotations=annotations,
-            job_kind=job_kind,
-            default_kind=self.job_kind,
-            base_image=base_image,
-            train_func=train_func,
-            parameters=parameters,
-            num_workers=num_workers,
-            num_procs_per_worker=num_procs_per_worker,
-            resources_per_worker=resources_per_worker,
-            num_chief_replicas=num_chief_replicas,
-            num_ps_replicas=num_ps_replicas,
-            packages_to_install=packages_to_install,
-            pip_index_url=pip_index_url,
-            env_vars=env_vars,
-            queue_name=queue_name,
-            volumes=volumes,
-            volume_mounts=volume_mounts,
-        )
-        meta = obj["metadata"]
-        if queue_name and queue_name.strip():
-            self.backend.check_local_queue(meta["namespace"], queue_name)
-        if train_func is not None:
-            self.backend.create_function_job(
-                obj,
-                packages_to_install=packages_to_install if isolated_env else None,
+        target_ns = namespace or self.namespace
+        try:
+            obj, isolated_env = build_create_request(
+                job=job,
+                name=name,
+                namespace=namespace or None,
+                default_namespace=self.namespace,
+                labels=labels,
+                annotations=annotations,
+                job_kind=job_kind,
+                default_kind=self.job_kind,
+                base_image=base_image,
+                train_func=train_func,
+                parameters=parameters,
+                num_workers=num_workers,
+                num_procs_per_worker=num_procs_per_worker,
+                resources_per_worker=resources_per_worker,
+                num_chief_replicas=num_chief_replicas,
+                num_ps_replicas=num_ps_replicas,
+                packages_to_install=packages_to_install,
                 pip_index_url=pip_index_url,
+                env_vars=env_vars,
+                queue_name=queue_name,
+                volumes=volumes,
+                volume_mounts=volume_mounts,
+            )
+        except api_errors.InvalidJobError as e:
+            # Upstream sent it and the API server refused it: a RuntimeError chained to the 422.
+            kind = e.kind or str(job_kind or self.job_kind)
+            err = build_invalid_job_error(e, kind=kind, namespace=target_ns, name=e.name or str(name or ""))
+            raise err.with_message(
+                f"Failed to create {err.kind}: {target_ns}/{err.name}. Error: {err.cause}"
+            ) from err.cause
+        meta = obj["metadata"]
+        kind, ns, job_name = obj["kind"], meta["namespace"], meta.get("name", "")
+        if queue_name and queue_name.strip():
+            self.backend.check_local_queue(ns, queue_name)
+        if train_func is not None:
+            self._request(
+                f"Failed to create {kind}: {ns}/{job_name}",
+                f"Timeout to create {kind}: {ns}/{job_name}",
+                lambda: self.backend.create_function_job(
+                    obj,
+                    packages_to_install=packages_to_install if isolated_env else None,
+                    pip_index_url=pip_index_url,
+                ),
             )
         else:
-            self.backend.create_job(obj)
+            self._request(
+                f"Failed to create {kind}: {ns}/{job_name}",
+                f"Timeout to create {kind}: {ns}/{job_name}",
+                lambda: self.backend.create_job(obj),
+            )
         logger.debug("%s %s/%s has been created", obj["kind"], meta["namespace"], meta.get("name"))
 
     # ------------------------------------------------------------------------------------------------
@@ -223,7 +251,8 @@ class TrainingClient:
     ) -> Any:
         """The job, as a model (``KubeflowOrgV1PyTorchJob`` ...) with snake_case attributes.
 
-        Raises NotFoundError (a RuntimeError) when it does not exist, TimeoutError on a timeout.
+        Raises NotFoundError (a RuntimeError, ``__cause__.status`` 404) when it does not exist,
+        TimeoutError on a timeout.
 
         Example:
             >>> job = client.get_job("mnist")
@@ -231,8 +260,13 @@ class TrainingClient:
             ('mnist', 'Running')
         """
         kind = self._kind(job_kind)
-        obj = self.backend.get_job(kind, namespace or self.namespace, name, timeout=timeout)
-        return SDK_JOB_MODELS[kind].model_validate(obj)
+        ns = namespace or self.namespace
+        obj = self._request(
+            f"Failed to get {kind}: {ns}/{name}",
+            f"Timeout to get {kind}: {ns}/{name}",
+            lambda: self.backend.get_job(kind, ns, name, timeout=timeout),
+        )
+        return build_model(obj, SDK_JOB_MODELS[kind])
 
     def list_jobs(
         self,
@@ -247,8 +281,14 @@ class TrainingClient:
             ['mnist', 'fn']
         """
         kind = self._kind(job_kind)
-        objs = self.backend.list_jobs(kind, namespace or self.namespace, timeout=timeout)
-        return [SDK_JOB_MODELS[kind].model_validate(o) for o in objs]
+        ns = namespace or self.namespace
+        objs = self._request(
+            # Upstream's words, its doubled colon included.
+            f"Failed to list {kind}s in namespace: : {ns}",
+            f"Timeout to list {kind}s in namespace: {ns}",
+            lambda: self.backend.list_jobs(kind, ns, timeout=timeout),
+        )
+        return [build_model(o, SDK_JOB_MODELS[kind]) for o in objs]
 
     def get_job_conditions(
         self,
@@ -257,7 +297,7 @@ class TrainingClient:
         job_kind: str | None = None,
         job: Any = None,
         timeout: int = constants.DEFAULT_TIMEOUT,
-    ) -> list[JobCondition]:
+    ) -> list[Any]:
         """The job's conditions (``job.status.conditions``), [] when it has none yet.
 
         Pass ``name`` to fetch the job, or an already fetched ``job`` object.
@@ -267,15 +307,12 @@ class TrainingClient:
             [('Created', 'True'), ('Running', 'True')]
         """
         kind = self._kind(job_kind)
-        if job is not None:
-            if not isinstance(job, JOB_MODELS[kind]):
-                raise ValueError(
-                    f"Job should be of type {constants.JOB_PARAMETERS[kind]['model']}, got {type(job).__name__}"
-                )
-        elif name is not None:
+        if job is not None and not isinstance(job, SDK_JOB_MODELS[kind]):
+            raise ValueError(f"Job must be one of these types: {constants.JOB_MODELS}")
+        if job is None:
+            if name is None:  # upstream's words
+                raise ValueError("Job name must be set to configure Job from function or image")
             job = self.get_job(name, namespace, kind, timeout)
-        else:
-            raise ValueError("Job name or object must be set")
         return _conditions_of(job)
 
     def is_job_created(
@@ -383,8 +420,10 @@ class TrainingClient:
         """
         expected = set(expected_conditions)
         if not expected <= constants.JOB_CONDITIONS:
+            # Upstream's words, the whitespace of its line continuation included.
             raise ValueError(
-                f"Expected conditions: {sorted(expected)} must be subset of {sorted(constants.JOB_CONDITIONS)}"
+                f"Expected conditions: {expected_conditions} must be subset of "
+                f"                    {constants.JOB_CONDITIONS}"
             )
         kind = self._kind(job_kind)
         ns = namespace or self.namespace
@@ -393,13 +432,15 @@ class TrainingClient:
             job = self.get_job(name, ns, kind, timeout)
             conditions = _conditions_of(job)
             if conditions:
-                logger.debug("%s %s/%s condition: %s", kind, ns, name, conditions[-1])
+                logger.debug(
+                    "%-30.30s %-20.20s %s", name, conditions[-1].type, conditions[-1].last_transition_time
+                )
             if callback is not None:
                 callback(job)
             true = {c.type for c in conditions if c.status == constants.CONDITION_STATUS_TRUE}
             if constants.JOB_CONDITION_FAILED in true and constants.JOB_CONDITION_FAILED not in expected:
                 raise JobFailedError(
-                    f"{kind} {ns}/{name} is Failed. {kind} conditions: {conditions}",
+                    f"{kind} {ns}/{name} is Failed. {kind} conditions: {job.status.conditions}",
                     job=job,
                     conditions=conditions,
                 )
@@ -410,7 +451,8 @@ class TrainingClient:
                 break
             time.sleep(min(float(polling_interval), remaining))
         raise WaitTimeoutError(
-            f"Timeout waiting for {kind}: {ns}/{name} to reach expected conditions: {sorted(expected)}",
+            f"Timeout waiting for {kind}: {ns}/{name} to reach expected conditions: "
+            f"                {expected_conditions}",
             job=job,
         )
 
@@ -425,8 +467,8 @@ class TrainingClient:
         replica_type: str | None = None,
         replica_index: int | None = None,
         timeout: int = constants.DEFAULT_TIMEOUT,
-    ) -> list[KubeObject]:
-        """The job's pods, as Pod objects (``pod.metadata.name``, ``pod.status.phase`` ...).
+    ) -> list[Any]:
+        """The job's pods, as ``kubernetes.client.V1Pod`` objects (``pod.metadata.name``, ``pod.status.phase`` ...).
 
         ``is_master`` keeps the master-role pod; ``replica_type`` (any case: ``"Worker"`` or
         ``"worker"``) and ``replica_index`` narrow further. As upstream, the kind is not part of the
@@ -437,9 +479,15 @@ class TrainingClient:
             ['mnist-worker-0', 'mnist-worker-1']
         """
         labels = self._pod_labels(name, is_master, replica_type, replica_index)
-        pods = self.backend.list_pods(namespace or self.namespace, labels, timeout=timeout)
-        pods.sort(key=lambda p: _pod_sort_key(p))
-        return [KubeObject(p) for p in pods]
+        ns = namespace or self.namespace
+        pods = self._request(
+            f"Failed to list pods for Job: {ns}/{name}",
+            f"Timeout to list pods for Job: {ns}/{name}",
+            lambda: self.backend.list_pods(ns, labels, timeout=timeout),
+        )
+        # The API server's order (by name), so both backends list alike.
+        pods.sort(key=lambda p: str((p.get("metadata") or {}).get("name", "")))
+        return [build_model(p, "V1Pod") for p in pods]
 
     def get_job_pod_names(
         self,
@@ -491,7 +539,7 @@ class TrainingClient:
         pods = [
             p
             for p in self.get_job_pods(name, ns, is_master, replica_type, replica_index, timeout)
-            if p.status is None or p.status.phase != constants.POD_PHASE_PENDING
+            if p.status is not None and p.status.phase != constants.POD_PHASE_PENDING
         ]
         container = constants.JOB_PARAMETERS[kind]["container"]
         names = [str(p.metadata.name) for p in pods]
@@ -507,7 +555,7 @@ class TrainingClient:
                 except WaitTimeoutError:
                     raise
                 except SDKError as e:
-                    raise build_log_error(ns, pod, e.detail) from None
+                    raise build_log_error(ns, pod, e.detail, e.cause) from e.cause
         events: dict[str, list[str]] = {}
         if verbose:
             events = self._job_events(kind, ns, name, pods, timeout)
@@ -530,7 +578,7 @@ class TrainingClient:
         pods = self.get_job_pods(name, namespace, timeout=timeout)
         listed = [
             f"{p.metadata.name} ({p.status.phase if p.status else 'Pending'}; containers: "
-            + ", ".join(str(c.get("name")) for c in (p.to_dict().get("spec") or {}).get("containers") or [])
+            + ", ".join(str(c.name) for c in (p.spec.containers if p.spec is not None else None) or [])
             + ")"
             for p in pods
         ]
@@ -598,18 +646,18 @@ class TrainingClient:
                         open_streams.remove(pod)
                         if item.error is not None:
                             detail = getattr(item.error, "detail", None) or str(item.error)
-                            raise build_log_error(namespace, pod, detail)
+                            raise build_log_error(namespace, pod, detail) from item.error
                         break
                     print(f"[Pod {pod}]: {item}", flush=True)
                     lines[pod].append(item)
         return {p: "".join(f"{line}\n" for line in ls) for p, ls in lines.items()}
 
     def _job_events(
-        self, kind: str, namespace: str, name: str, pods: list[KubeObject], timeout: int
+        self, kind: str, namespace: str, name: str, pods: list[Any], timeout: int
     ) -> dict[str, list[str]]:
         # §9.12: upstream fetched the job with the client's default kind; we use the kind asked for.
         job = self.get_job(name, namespace, kind, timeout)
-        created = {(kind, name): job.metadata.creation_timestamp}
+        created = {(kind, name): _parse_time(job.metadata.creation_timestamp)}
         for p in pods:
             created[("Pod", str(p.metadata.name))] = _parse_time(p.metadata.creation_timestamp)
         out: dict[str, list[str]] = {}
@@ -649,7 +697,7 @@ class TrainingClient:
         """
         patch = build_job_dict(job) if not isinstance(job, Mapping) else build_plain(job)
         own_kind = patch.get("kind")
-        kind = _checked_kind(job_kind or own_kind or self.job_kind)
+        kind = self._kind(job_kind or own_kind)
         if own_kind is not None and own_kind != kind:
             raise ValueError(f"job is a {own_kind} but job_kind is {kind}")
         # Server-managed fields would only make the patch fail (stale resourceVersion) or be ignored.
@@ -658,8 +706,13 @@ class TrainingClient:
             for key in ("resourceVersion", "managedFields", "creationTimestamp", "uid", "generation"):
                 meta.pop(key, None)
         patch.pop("status", None)
-        self.backend.patch_job(kind, namespace or self.namespace, name, patch)
-        logger.debug("%s %s/%s has been updated", kind, namespace or self.namespace, name)
+        ns = namespace or self.namespace
+        self._request(
+            f"Failed to update {kind}: {ns}/{name}",
+            f"Timeout to update {kind}: {ns}/{name}",
+            lambda: self.backend.patch_job(kind, ns, name, patch),
+        )
+        logger.debug("%s %s/%s has been updated", kind, ns, name)
 
     def delete_job(
         self,
@@ -675,10 +728,17 @@ class TrainingClient:
         Example:
             >>> client.delete_job("mnist")
         """
-        kind = self._kind(job_kind)
+        ns = namespace or self.namespace
+        kind = job_kind or self.job_kind
+        if kind not in constants.JOB_PARAMETERS:  # upstream: the lookup fails inside its try
+            raise SDKError(f"Failed to delete {kind}: {ns}/{name}")
         opts = build_plain(delete_options) if delete_options is not None else None
-        self.backend.delete_job(kind, namespace or self.namespace, name, opts)
-        logger.debug("%s %s/%s has been deleted", kind, namespace or self.namespace, name)
+        self._request(
+            f"Failed to delete {kind}: {ns}/{name}",
+            f"Timeout to delete {kind}: {ns}/{name}",
+            lambda: self.backend.delete_job(kind, ns, name, opts),
+        )
+        logger.debug("%s %s/%s has been deleted", kind, ns, name)
 
     def train(self, *args: Any, **kwargs: Any) -> None:
         """Not offered: upstream's alpha LLM fine-tuning API needs its trainer images and Hugging Face.
@@ -695,7 +755,24 @@ class TrainingClient:
     # helpers
 
     def _kind(self, job_kind: str | None) -> str:
-        return _checked_kind(job_kind or self.job_kind)
+        """``job_kind`` or the client's, else upstream's ValueError (its methods print dict_keys)."""
+        kind = job_kind or self.job_kind
+        if kind not in constants.JOB_PARAMETERS:
+            raise ValueError(f"Job kind must be one of these: {constants.JOB_PARAMETERS.keys()}")
+        return kind
+
+    @staticmethod
+    def _request(failed: str, timed_out: str, fn: Callable[[], T]) -> T:
+        """Run a backend call; its errors say ``failed``/``timed_out`` as upstream's did, keep their
+        class and fields, and stay chained to the ``ApiException`` (``__cause__``)."""
+        try:
+            return fn()
+        except WaitTimeoutError:
+            raise WaitTimeoutError(timed_out) from None
+        except SDKError as e:
+            if e.cause is None:
+                raise e.with_message(f"{failed}. Error: {e.detail}") from e
+            raise e.with_message(f"{failed}. Error: {e.cause}") from e.cause
 
     def _has(
         self,
@@ -706,8 +783,9 @@ class TrainingClient:
         job: Any,
         timeout: int,
     ) -> bool:
-        conditions = self.get_job_conditions(name, namespace, job_kind, job, timeout)
-        return any(c.type == condition and c.status == constants.CONDITION_STATUS_TRUE for c in conditions)
+        return utils.has_condition(
+            self.get_job_conditions(name, namespace, job_kind, job, timeout), condition
+        )
 
     @staticmethod
     def _pod_labels(
@@ -797,7 +875,7 @@ def build_create_request(
         kind = _checked_kind(obj.get("kind"))
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
-            raise InvalidJobError([FieldError("metadata", "must be a mapping")], kind=kind)
+            raise api_errors.InvalidJobError([FieldError("metadata", "must be a mapping")], kind=kind)
         meta["namespace"] = namespace or meta.get("namespace") or default_namespace
         _merge(meta, "labels", labels)
         _merge(meta, "annotations", annotations)
@@ -903,7 +981,7 @@ def _merge(meta: dict[str, Any], key: str, values: Mapping[str, str] | None) -> 
         meta[key] = {**current, **{str(k): str(v) for k, v in values.items()}}
 
 
-def _conditions_of(job: Any) -> list[JobCondition]:
+def _conditions_of(job: Any) -> list[Any]:
     """``job.status.conditions`` of a job model, [] when it has none yet."""
     return list(job.status.conditions or []) if job.status is not None else []
 

@@ -2,16 +2,21 @@
 
 Names and values are upstream's; label and condition names come from ``trainop.api.constants`` so the
 SDK and the operator cannot drift. Deliberate difference (§9.12): ``JAXJOB_REPLICA_TYPES`` is a tuple.
-Pure data.
+``STORAGE_INITIALIZER_VOLUME_MOUNT`` (a ``kubernetes.client`` model) is built on first use. Pure data.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Final
+import sys
+from typing import Any, Final, Union
 
 from trainop.api import constants as api
 from trainop.api.kinds import KIND_INFO
+from trainop.sdk import models
+
+# Upstream's module is kubeflow.training.constants.constants: `from ….constants import constants` works here too.
+constants = sys.modules[__name__]
 
 DEFAULT_TIMEOUT: Final = 120
 DEFAULT_PIP_INDEX_URL: Final = "https://pypi.org/simple"
@@ -55,14 +60,15 @@ REPLICA_TYPE_SCHEDULER: Final = "Scheduler"
 REPLICA_TYPE_SERVER: Final = "Server"
 REPLICA_TYPE_LAUNCHER: Final = "Launcher"
 
-# Train API (LLM fine-tuning) names, kept for code that reads them; ``train()`` itself is not offered.
+# Train API (LLM fine-tuning) names, kept for code that reads them.
 STORAGE_INITIALIZER: Final = "storage-initializer"
+# kubeflow.storage_initializer.constants: where the init container mounts the model and dataset volume.
+INIT_CONTAINER_MOUNT_PATH: Final = "/workspace"
 PVC_DEFAULT_SIZE: Final = "10Gi"
 PVC_DEFAULT_ACCESS_MODES: Final = ["ReadWriteOnce", "ReadOnlyMany"]
 STORAGE_INITIALIZER_IMAGE: Final = os.getenv(
     "STORAGE_INITIALIZER_IMAGE", "ghcr.io/kubeflow/training-v1/storage-initializer"
 )
-STORAGE_INITIALIZER_VOLUME_MOUNT: Final = {"name": STORAGE_INITIALIZER, "mountPath": "/workspace"}
 TRAINER_TRANSFORMER_IMAGE: Final = os.getenv(
     "TRAINER_TRANSFORMER_IMAGE", "ghcr.io/kubeflow/training-v1/trainer-huggingface"
 )
@@ -108,7 +114,7 @@ JAXJOB_PLURAL: Final = KIND_INFO[JAXJOB_KIND].plural
 JAXJOB_CONTAINER: Final = KIND_INFO[JAXJOB_KIND].default_container
 # §9.12: upstream's value is the plain string "worker", which turns membership into a substring test.
 JAXJOB_REPLICA_TYPES: Final = ("worker",)
-JAXJOB_BASE_IMAGE: Final = "docker.io/kubeflow/jaxjob-dist-spmd-mnist:latest"
+JAXJOB_BASE_IMAGE: Final = "ghcr.io/kubeflow/training-v1/jaxjob-dist-spmd-mnist:latest"
 
 ENTRYPOINT_TORCH: Final = "torchrun"
 ENTRYPOINT_PYTHON: Final = "python -u"
@@ -156,7 +162,26 @@ JOB_PARAMETERS: Final[dict[str, dict[str, str]]] = {
 
 JOB_MODELS: Final = tuple(p["model"] for p in JOB_PARAMETERS.values())
 
+# Union type of all Job models (upstream's annotation type for create_job, get_job …).
+JOB_MODELS_TYPE = Union[  # noqa: UP007 (upstream's spelling: a typing.Union object)
+    models.KubeflowOrgV1TFJob,
+    models.KubeflowOrgV1PyTorchJob,
+    models.KubeflowOrgV1XGBoostJob,
+    models.KubeflowOrgV1MPIJob,
+    models.KubeflowOrgV1PaddleJob,
+    models.KubeflowOrgV1JAXJob,
+]
+
 # Every replica type some kind has, lower case (the label value); get_job_pods accepts any case (§9.12 fix).
 REPLICA_TYPES: Final = tuple(
     dict.fromkeys(rt.lower() for info in KIND_INFO.values() for rt in info.replica_types)
 )
+
+
+def __getattr__(name: str) -> Any:
+    # A kubernetes.client model, as upstream's; built on first use so importing the SDK stays cheap.
+    if name == "STORAGE_INITIALIZER_VOLUME_MOUNT":
+        mount = models.V1VolumeMount(name=STORAGE_INITIALIZER, mount_path=INIT_CONTAINER_MOUNT_PATH)
+        globals()[name] = mount
+        return mount
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

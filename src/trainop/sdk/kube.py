@@ -22,17 +22,17 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Event, Pod
 from lightkube.types import CascadeType, PatchType
 
-from trainop.api.errors import FieldError, InvalidJobError
+from trainop.api.errors import FieldError
 from trainop.backends.kubernetes.resources import JOB_RESOURCES  # the kubeflow.org/v1 kinds (§1.1)
 from trainop.sdk import constants
 from trainop.sdk.errors import (
     AlreadyExistsError,
+    InvalidJobError,
     NotFoundError,
     SDKError,
     WaitTimeoutError,
+    build_api_exception,
     build_log_error,
-    build_request_error,
-    build_request_target,
 )
 from trainop.sdk.models import build_plain
 
@@ -127,6 +127,26 @@ def _causes(e: ApiError) -> list[FieldError]:
     return out or [FieldError("", e.status.message or str(e))]
 
 
+def build_api_exception_from(e: ApiError) -> Exception:
+    """lightkube's ApiError → the ``ApiException`` kubernetes.client raises for that response
+    (status, reason phrase, headers, body), so ``e.__cause__`` reads as upstream's."""
+    response = e.response
+    if response is None:
+        return build_api_exception(int(e.status.code or 0), str(e.status.message or ""))
+    headers: Any = dict(response.headers.multi_items())
+    try:  # kubernetes.client's type for them (its ApiException prints them)
+        from urllib3 import HTTPHeaderDict
+
+        headers = HTTPHeaderDict([(k.decode(), v.decode()) for k, v in response.headers.raw])
+    except ImportError:
+        pass
+    return build_api_exception(response.status_code, response.text, headers)
+
+
+def _is_webhook_denial(e: ApiError) -> bool:
+    return e.status.code == 403 and "denied the request" in str(e.status.message or "")
+
+
 class KubernetesBackend:
     """``ClientBackend`` over a kube-apiserver (one lightkube client per request timeout)."""
 
@@ -154,24 +174,32 @@ class KubernetesBackend:
 
     # --- error mapping ---
     def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
+        """Run ``fn``; API errors become the SDK's typed errors chained to an ``ApiException``. The
+        client words the message as upstream did; ``verb`` only fills the default one."""
         try:
             return self._retry_throttled(fn)
         except ApiError as e:
             code = e.status.code
-            if code == 422:
-                raise InvalidJobError(_causes(e), kind=kind, name=name) from None
-            cls: type[SDKError] = SDKError
-            if code == 404:
-                cls = NotFoundError
-            elif code == 409 and e.status.reason == "AlreadyExists":
-                cls = AlreadyExistsError
+            cause = build_api_exception_from(e)
             detail = str(e.status.message or e)
-            raise build_request_error(cls, verb, kind, namespace, name, detail) from None
+            message = f"Failed to {verb} {kind}: {namespace}/{name}. Error: {cause}"
+            if code == 422 or _is_webhook_denial(e):
+                raise InvalidJobError(
+                    message, errors=_causes(e), kind=kind, namespace=namespace, name=name, cause=cause
+                ) from cause
+            if code == 404:
+                raise NotFoundError(
+                    message, kind=kind, namespace=namespace, name=name, detail=detail, cause=cause
+                ) from cause
+            if code == 409 and e.status.reason == "AlreadyExists":
+                raise AlreadyExistsError(
+                    message, kind=kind, namespace=namespace, name=name, detail=detail, cause=cause
+                ) from cause
+            raise SDKError(message, detail=detail, cause=cause) from cause
         except httpx.TimeoutException as e:
-            what = build_request_target(kind, namespace, name)
-            raise WaitTimeoutError(f"Timeout to {verb} {what}: {e}") from None
+            raise WaitTimeoutError(f"Timeout to {verb} {kind}: {namespace}/{name}: {e}") from None
         except httpx.HTTPError as e:
-            raise build_request_error(SDKError, verb, kind, namespace, name, str(e)) from None
+            raise SDKError(f"Failed to {verb} {kind}: {namespace}/{name}. Error: {e}", detail=str(e)) from e
 
     @staticmethod
     def _retry_throttled(fn: Callable[[], T]) -> T:
@@ -226,7 +254,7 @@ class KubernetesBackend:
                 JOB_RESOURCES[kind], name, patch, namespace=namespace, patch_type=PatchType.MERGE
             )
 
-        return dict(self._call("patch", kind, namespace, name, run).to_dict())
+        return dict(self._call("update", kind, namespace, name, run).to_dict())
 
     def delete_job(
         self,
@@ -288,7 +316,7 @@ class KubernetesBackend:
         try:
             yield from lines
         except httpx.HTTPError as e:
-            raise build_log_error(namespace, pod, str(e)) from None
+            raise build_log_error(namespace, pod, str(e)) from e
 
     def list_events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         def run() -> list[dict[str, Any]]:
@@ -301,17 +329,17 @@ class KubernetesBackend:
         try:
             self.client().get(LocalQueue, queue_name, namespace=namespace)
         except ApiError as e:
-            if e.status.code in (403, 404):
-                logger.warning(
-                    "LocalQueue %s/%s could not be read (%s); the job is created anyway",
-                    namespace,
-                    queue_name,
-                    e.status.message,
-                )
-                return
-            raise ConnectionError(
-                f"Failed to check LocalQueue {namespace}/{queue_name}: {e.status.message}"
-            ) from None
+            # Upstream's _check_queue_exists: only a 500 stops the create; anything else warns.
+            if e.status.code == 500:
+                raise ConnectionError(
+                    "Kueue webhook or admission controller is not responding."
+                ) from build_api_exception_from(e)
+            logger.warning(
+                "LocalQueue %s/%s could not be read (%s); the job is created anyway",
+                namespace,
+                queue_name,
+                e.status.message,
+            )
         except httpx.HTTPError as e:
             raise ConnectionError(f"Failed to check LocalQueue {namespace}/{queue_name}: {e}") from None
 

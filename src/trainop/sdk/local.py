@@ -20,17 +20,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from trainop.api.errors import InvalidJobError
+from trainop.api import errors as api_errors
 from trainop.backends.base import BackendError, JobAlreadyExistsError, JobNotFoundError
 from trainop.backends.local.api import LocalBackend
 from trainop.backends.local.runner import rfc3339
 from trainop.sdk import constants
 from trainop.sdk.errors import (
     AlreadyExistsError,
+    InvalidJobError,
     NotFoundError,
     SDKError,
+    build_api_exception,
+    build_invalid_job_error,
     build_log_error,
-    build_request_error,
+    build_status_body,
 )
 
 T = TypeVar("T")
@@ -112,6 +115,17 @@ def install_packages(python: Path, packages: Sequence[str], index_url: str) -> N
         )
 
 
+def _raise(e: BaseException) -> Any:
+    raise e
+
+
+def _invalid(
+    e: api_errors.InvalidJobError, verb: str, kind: str, namespace: str, name: str
+) -> InvalidJobError:
+    err = build_invalid_job_error(e, kind=kind, namespace=namespace, name=name)
+    return err.with_message(f"Failed to {verb} {kind}: {namespace}/{name}. Error: {err.cause}")  # type: ignore[return-value]
+
+
 class LocalJobBackend:
     """``ClientBackend`` on this machine. ``home``: the state directory (default ``$TRAINOP_HOME``)."""
 
@@ -125,17 +139,35 @@ class LocalJobBackend:
         self.local.close()
 
     def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
+        """Run ``fn``; failures become the SDK's typed errors chained to the ``ApiException`` the API
+        server would have answered with (404, 409, 422, 500), so both backends read alike."""
         try:
             return fn()
-        except InvalidJobError:
-            raise
+        except api_errors.InvalidJobError as e:
+            err = _invalid(e, verb, kind, namespace, name)
+            raise err from err.cause
         except (BackendError, OSError) as e:
-            cls: type[SDKError] = SDKError
+            plural = str(constants.JOB_PARAMETERS.get(kind, {}).get("plural") or f"{kind.lower()}s")
+            resource = f"{plural}.{constants.GROUP}" if kind in constants.JOB_PARAMETERS else plural
+            group = constants.GROUP if kind in constants.JOB_PARAMETERS else ""
             if isinstance(e, JobNotFoundError):
-                cls = NotFoundError
+                code, text = 404, f'{resource} "{name}" not found'
             elif isinstance(e, JobAlreadyExistsError):
-                cls = AlreadyExistsError
-            raise build_request_error(cls, verb, kind, namespace, name, str(e)) from None
+                code, text = 409, f'{resource} "{name}" already exists'
+            else:
+                code, text = 500, str(e)
+            body = build_status_body(code, text, name=name, group=group, kind=plural)
+            cause = build_api_exception(code, body)
+            message = f"Failed to {verb} {kind}: {namespace}/{name}. Error: {cause}"
+            if code == 404:
+                raise NotFoundError(
+                    message, kind=kind, namespace=namespace, name=name, detail=str(e), cause=cause
+                ) from cause
+            if code == 409:
+                raise AlreadyExistsError(
+                    message, kind=kind, namespace=namespace, name=name, detail=str(e), cause=cause
+                ) from cause
+            raise SDKError(message, detail=str(e), cause=cause) from cause
 
     # --- jobs ---
     def create_job(self, obj: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
@@ -161,12 +193,7 @@ class LocalJobBackend:
         )
         # Checked first: a venv must never be made over the state of an existing job of that name.
         if self.local.store.find_job(ns, name) is not None:
-            raise AlreadyExistsError(
-                f'Failed to create {kind}: {ns}/{name}. Error: {kind} "{name}" already exists in namespace "{ns}"',
-                kind=kind,
-                namespace=ns,
-                name=name,
-            )
+            self._call("create", kind, ns, name, lambda: _raise(JobAlreadyExistsError(name, ns, kind)))
         self._call("create", kind, ns, name, lambda: self.local.prepare(obj))
         target = self.local.paths.job_dir(ns, name) / JOB_PYTHON_DIR
         try:
@@ -211,31 +238,16 @@ class LocalJobBackend:
     def patch_job(
         self, kind: str, namespace: str, name: str, patch: dict[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any]:
-        current = self.get_job(kind, namespace, name)
-        current.pop("status", None)
-        merged = build_merge_patch(current, patch)
-        before = copy.deepcopy(current)
-        want_suspend = bool(((merged.get("spec") or {}).get("runPolicy") or {}).get("suspend") or False)
-        has_suspend = bool(((before.get("spec") or {}).get("runPolicy") or {}).get("suspend") or False)
-        # The local backend changes a running job's spec through set_suspend; anything else differing
-        # (after the suspend flag is equalised) is a change it cannot apply to live processes yet.
-        probe = copy.deepcopy(merged)
-        probe.setdefault("spec", {}).setdefault("runPolicy", {})["suspend"] = has_suspend
-        base = copy.deepcopy(before)
-        base.setdefault("spec", {}).setdefault("runPolicy", {})["suspend"] = has_suspend
-        if probe != base:
-            changed = sorted(k for k in set(probe) | set(base) if probe.get(k) != base.get(k))
-            raise SDKError(
-                f"Failed to patch {kind}: {namespace}/{name}. Error: the local backend can change only "
-                f"spec.runPolicy.suspend of an existing job (this patch also changes {', '.join(changed)}); "
-                "delete the job and create it again instead"
-            )
-        if want_suspend != has_suspend:
-            job = self._call(
-                "patch", kind, namespace, name, lambda: self.local.set_suspend(name, want_suspend, namespace)
-            )
-            return job.to_dict()
-        return self.get_job(kind, namespace, name)
+        def run() -> dict[str, Any]:
+            current = self.local.get(name, namespace, kind).to_dict()
+            current.pop("status", None)
+            # Name and kind come from the URL on the API server: a patch cannot move the job.
+            merged = build_merge_patch(current, patch)
+            merged["metadata"] = {**(merged.get("metadata") or {}), "name": name, "namespace": namespace}
+            merged["kind"], merged["apiVersion"] = kind, current.get("apiVersion")
+            return self.local.update(merged, namespace).to_dict()
+
+        return self._call("update", kind, namespace, name, run)
 
     def delete_job(
         self,
@@ -246,17 +258,15 @@ class LocalJobBackend:
         *,
         timeout: float | None = None,
     ) -> None:
-        self.get_job(kind, namespace, name)  # the kind must match, as the URL of a DELETE does
         grace = (options or {}).get("gracePeriodSeconds")
-        self._call(
-            "delete",
-            kind,
-            namespace,
-            name,
-            lambda: self.local.delete(
+
+        def run() -> None:
+            self.local.get(name, namespace, kind)  # the kind must match, as the URL of a DELETE does
+            self.local.delete(
                 name, namespace, wait=DELETE_WAIT, grace=None if grace is None else float(grace)
-            ),
-        )
+            )
+
+        self._call("delete", kind, namespace, name, run)
 
     # --- pods, logs, events ---
     def list_pods(
@@ -295,7 +305,7 @@ class LocalJobBackend:
             for line in lines:
                 yield line.text
         except (JobNotFoundError, BackendError, OSError) as e:
-            raise build_log_error(namespace, pod, str(e)) from None
+            raise build_log_error(namespace, pod, str(e)) from e
 
     def list_events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -1,33 +1,1099 @@
-"""kubeflow-training's model names over trainop's pydantic models (contract §7.1), plus object views.
+"""kubeflow-training's models (contract §7.1): the same classes, attributes and ``to_dict()``.
 
-``KubeflowOrgV1PyTorchJob`` and friends subclass the API models, so ``get_job`` results pass both
-``isinstance`` checks and keep snake_case attributes (``job.status.conditions[0].type``). They also
-accept ``kubernetes.client`` model objects where upstream did (``metadata=V1ObjectMeta(...)``,
-``template=V1PodTemplateSpec(...)``). ``V1*`` names resolve to ``kubernetes.client`` when it is
-installed, as upstream re-exported them. Pure: no I/O.
+``KubeflowOrgV1PyTorchJob`` and friends are OpenAPI-style classes like upstream's generated ones:
+``openapi_types``/``attribute_map``, properties over ``_<attr>``, snake_case ``to_dict()``; nested
+Kubernetes objects are ``kubernetes.client`` models (imported lazily). Validation stays in
+``trainop.api`` (pydantic): the client converts at this boundary. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import importlib
+import pprint
+import re
 from collections.abc import Iterator, Mapping
 from datetime import date, datetime
-from typing import Any
+from functools import cache
+from types import ModuleType
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
-from trainop.api import common, kinds
 from trainop.api.common import KubeModel
+
+
+class _Validation:
+    """The one attribute upstream's models read from their ``Configuration``."""
+
+    def __init__(self, client_side_validation: bool) -> None:
+        self.client_side_validation = client_side_validation
+
+
+# Upstream builds a Configuration per model only to read this flag; one shared object serves.
+_VALIDATING = _Validation(True)
+# Objects read back from a backend are taken as they are: the server's data is authoritative, and a
+# field an older model marks required must not make get_job fail (see docs/sdk.md).
+_LENIENT = _Validation(False)
+
+
+class _Field:
+    """A model attribute stored in ``_<name>`` (upstream's generated property and setter)."""
+
+    def __init__(self, name: str, required: bool) -> None:
+        self.name = name
+        self.private = f"_{name}"
+        self.required = required
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj, self.private)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        config = getattr(obj, "local_vars_configuration", _VALIDATING)
+        if self.required and value is None and getattr(config, "client_side_validation", True):
+            raise ValueError(f"Invalid value for `{self.name}`, must not be `None`")
+        setattr(obj, self.private, value)
+
+
+class OpenAPIModel:
+    """Base of the ``KubeflowOrgV1*`` models: upstream's generated model behaviour in one place."""
+
+    openapi_types: ClassVar[dict[str, str]] = {}
+    attribute_map: ClassVar[dict[str, str]] = {}
+    required: ClassVar[tuple[str, ...]] = ()
+    discriminator: Any = None
+    local_vars_configuration: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for attr in cls.openapi_types:
+            setattr(cls, attr, _Field(attr, attr in cls.required))
+
+    def _init(self, args: Mapping[str, Any]) -> None:
+        config = args.get("local_vars_configuration")
+        self.local_vars_configuration = _VALIDATING if config is None else config
+        for attr in self.openapi_types:
+            setattr(self, f"_{attr}", None)
+        self.discriminator = None
+        for attr in self.openapi_types:
+            # Upstream's __init__ always runs a required field's setter, so a missing one raises.
+            if args[attr] is not None or attr in self.required:
+                setattr(self, attr, args[attr])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The model's properties as a dict, snake_case keys, nested models as dicts (upstream's)."""
+        result: dict[str, Any] = {}
+        for attr in self.openapi_types:
+            value = getattr(self, attr)
+            if isinstance(value, list):
+                result[attr] = [x.to_dict() if hasattr(x, "to_dict") else x for x in value]
+            elif hasattr(value, "to_dict"):
+                result[attr] = value.to_dict()
+            elif isinstance(value, dict):
+                result[attr] = {k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in value.items()}
+            else:
+                result[attr] = value
+        return result
+
+    def to_str(self) -> str:
+        """The string representation of the model."""
+        return pprint.pformat(self.to_dict())
+
+    def __repr__(self) -> str:
+        return self.to_str()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return False
+        return self.to_dict() == other.to_dict()
+
+    def __ne__(self, other: object) -> bool:
+        if not isinstance(other, type(self)):
+            return True
+        return self.to_dict() != other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+# --- the models (names, types and JSON keys as kubeflow-training 1.9.4 has them) ---
+
+
+class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "max_replicas": "int",
+        "max_restarts": "int",
+        "metrics": "list[K8sIoApiAutoscalingV2MetricSpec]",
+        "min_replicas": "int",
+        "n_proc_per_node": "int",
+        "rdzv_backend": "str",
+        "rdzv_conf": "list[KubeflowOrgV1RDZVConf]",
+        "rdzv_host": "str",
+        "rdzv_id": "str",
+        "rdzv_port": "int",
+        "standalone": "bool",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "max_replicas": "maxReplicas",
+        "max_restarts": "maxRestarts",
+        "metrics": "metrics",
+        "min_replicas": "minReplicas",
+        "n_proc_per_node": "nProcPerNode",
+        "rdzv_backend": "rdzvBackend",
+        "rdzv_conf": "rdzvConf",
+        "rdzv_host": "rdzvHost",
+        "rdzv_id": "rdzvId",
+        "rdzv_port": "rdzvPort",
+        "standalone": "standalone",
+    }
+    max_replicas: Any
+    max_restarts: Any
+    metrics: Any
+    min_replicas: Any
+    n_proc_per_node: Any
+    rdzv_backend: Any
+    rdzv_conf: Any
+    rdzv_host: Any
+    rdzv_id: Any
+    rdzv_port: Any
+    standalone: Any
+
+    def __init__(
+        self,
+        max_replicas: Any = None,
+        max_restarts: Any = None,
+        metrics: Any = None,
+        min_replicas: Any = None,
+        n_proc_per_node: Any = None,
+        rdzv_backend: Any = None,
+        rdzv_conf: Any = None,
+        rdzv_host: Any = None,
+        rdzv_id: Any = None,
+        rdzv_port: Any = None,
+        standalone: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1JAXJob(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "kind": "str",
+        "metadata": "V1ObjectMeta",
+        "spec": "KubeflowOrgV1JAXJobSpec",
+        "status": "KubeflowOrgV1JobStatus",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "kind": "kind",
+        "metadata": "metadata",
+        "spec": "spec",
+        "status": "status",
+    }
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        spec: Any = None,
+        status: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1JAXJobList(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "items": "list[KubeflowOrgV1JAXJob]",
+        "kind": "str",
+        "metadata": "V1ListMeta",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "items": "items",
+        "kind": "kind",
+        "metadata": "metadata",
+    }
+    required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        items: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "jax_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
+        "run_policy": "KubeflowOrgV1RunPolicy",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "jax_replica_specs": "jaxReplicaSpecs",
+        "run_policy": "runPolicy",
+    }
+    required: ClassVar[tuple[str, ...]] = ("jax_replica_specs", "run_policy")
+    jax_replica_specs: Any
+    run_policy: Any
+
+    def __init__(
+        self, jax_replica_specs: Any = None, run_policy: Any = None, local_vars_configuration: Any = None
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1JobCondition(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "last_transition_time": "datetime",
+        "last_update_time": "datetime",
+        "message": "str",
+        "reason": "str",
+        "status": "str",
+        "type": "str",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "last_transition_time": "lastTransitionTime",
+        "last_update_time": "lastUpdateTime",
+        "message": "message",
+        "reason": "reason",
+        "status": "status",
+        "type": "type",
+    }
+    required: ClassVar[tuple[str, ...]] = ("status", "type")
+    last_transition_time: Any
+    last_update_time: Any
+    message: Any
+    reason: Any
+    status: Any
+    type: Any
+
+    def __init__(
+        self,
+        last_transition_time: Any = None,
+        last_update_time: Any = None,
+        message: Any = None,
+        reason: Any = None,
+        status: Any = None,
+        type: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1JobStatus(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "completion_time": "datetime",
+        "conditions": "list[KubeflowOrgV1JobCondition]",
+        "last_reconcile_time": "datetime",
+        "replica_statuses": "dict(str, KubeflowOrgV1ReplicaStatus)",
+        "start_time": "datetime",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "completion_time": "completionTime",
+        "conditions": "conditions",
+        "last_reconcile_time": "lastReconcileTime",
+        "replica_statuses": "replicaStatuses",
+        "start_time": "startTime",
+    }
+    completion_time: Any
+    conditions: Any
+    last_reconcile_time: Any
+    replica_statuses: Any
+    start_time: Any
+
+    def __init__(
+        self,
+        completion_time: Any = None,
+        conditions: Any = None,
+        last_reconcile_time: Any = None,
+        replica_statuses: Any = None,
+        start_time: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1MPIJob(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "kind": "str",
+        "metadata": "V1ObjectMeta",
+        "spec": "KubeflowOrgV1MPIJobSpec",
+        "status": "KubeflowOrgV1JobStatus",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "kind": "kind",
+        "metadata": "metadata",
+        "spec": "spec",
+        "status": "status",
+    }
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        spec: Any = None,
+        status: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1MPIJobList(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "items": "list[KubeflowOrgV1MPIJob]",
+        "kind": "str",
+        "metadata": "V1ListMeta",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "items": "items",
+        "kind": "kind",
+        "metadata": "metadata",
+    }
+    required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        items: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "clean_pod_policy": "str",
+        "main_container": "str",
+        "mpi_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
+        "run_policy": "KubeflowOrgV1RunPolicy",
+        "slots_per_worker": "int",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "clean_pod_policy": "cleanPodPolicy",
+        "main_container": "mainContainer",
+        "mpi_replica_specs": "mpiReplicaSpecs",
+        "run_policy": "runPolicy",
+        "slots_per_worker": "slotsPerWorker",
+    }
+    required: ClassVar[tuple[str, ...]] = ("mpi_replica_specs",)
+    clean_pod_policy: Any
+    main_container: Any
+    mpi_replica_specs: Any
+    run_policy: Any
+    slots_per_worker: Any
+
+    def __init__(
+        self,
+        clean_pod_policy: Any = None,
+        main_container: Any = None,
+        mpi_replica_specs: Any = None,
+        run_policy: Any = None,
+        slots_per_worker: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "max_replicas": "int",
+        "max_restarts": "int",
+        "metrics": "list[K8sIoApiAutoscalingV2MetricSpec]",
+        "min_replicas": "int",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "max_replicas": "maxReplicas",
+        "max_restarts": "maxRestarts",
+        "metrics": "metrics",
+        "min_replicas": "minReplicas",
+    }
+    max_replicas: Any
+    max_restarts: Any
+    metrics: Any
+    min_replicas: Any
+
+    def __init__(
+        self,
+        max_replicas: Any = None,
+        max_restarts: Any = None,
+        metrics: Any = None,
+        min_replicas: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1PaddleJob(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "kind": "str",
+        "metadata": "V1ObjectMeta",
+        "spec": "KubeflowOrgV1PaddleJobSpec",
+        "status": "KubeflowOrgV1JobStatus",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "kind": "kind",
+        "metadata": "metadata",
+        "spec": "spec",
+        "status": "status",
+    }
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        spec: Any = None,
+        status: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1PaddleJobList(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "items": "list[KubeflowOrgV1PaddleJob]",
+        "kind": "str",
+        "metadata": "V1ListMeta",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "items": "items",
+        "kind": "kind",
+        "metadata": "metadata",
+    }
+    required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        items: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "elastic_policy": "KubeflowOrgV1PaddleElasticPolicy",
+        "paddle_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
+        "run_policy": "KubeflowOrgV1RunPolicy",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "elastic_policy": "elasticPolicy",
+        "paddle_replica_specs": "paddleReplicaSpecs",
+        "run_policy": "runPolicy",
+    }
+    required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
+    elastic_policy: Any
+    paddle_replica_specs: Any
+    run_policy: Any
+
+    def __init__(
+        self,
+        elastic_policy: Any = None,
+        paddle_replica_specs: Any = None,
+        run_policy: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1PyTorchJob(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "kind": "str",
+        "metadata": "V1ObjectMeta",
+        "spec": "KubeflowOrgV1PyTorchJobSpec",
+        "status": "KubeflowOrgV1JobStatus",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "kind": "kind",
+        "metadata": "metadata",
+        "spec": "spec",
+        "status": "status",
+    }
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        spec: Any = None,
+        status: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1PyTorchJobList(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "items": "list[KubeflowOrgV1PyTorchJob]",
+        "kind": "str",
+        "metadata": "V1ListMeta",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "items": "items",
+        "kind": "kind",
+        "metadata": "metadata",
+    }
+    required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        items: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "elastic_policy": "KubeflowOrgV1ElasticPolicy",
+        "nproc_per_node": "str",
+        "pytorch_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
+        "run_policy": "KubeflowOrgV1RunPolicy",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "elastic_policy": "elasticPolicy",
+        "nproc_per_node": "nprocPerNode",
+        "pytorch_replica_specs": "pytorchReplicaSpecs",
+        "run_policy": "runPolicy",
+    }
+    required: ClassVar[tuple[str, ...]] = ("pytorch_replica_specs", "run_policy")
+    elastic_policy: Any
+    nproc_per_node: Any
+    pytorch_replica_specs: Any
+    run_policy: Any
+
+    def __init__(
+        self,
+        elastic_policy: Any = None,
+        nproc_per_node: Any = None,
+        pytorch_replica_specs: Any = None,
+        run_policy: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1RDZVConf(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "key": "str",
+        "value": "str",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "key": "key",
+        "value": "value",
+    }
+    key: Any
+    value: Any
+
+    def __init__(self, key: Any = None, value: Any = None, local_vars_configuration: Any = None) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1ReplicaSpec(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "replicas": "int",
+        "restart_policy": "str",
+        "template": "V1PodTemplateSpec",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "replicas": "replicas",
+        "restart_policy": "restartPolicy",
+        "template": "template",
+    }
+    replicas: Any
+    restart_policy: Any
+    template: Any
+
+    def __init__(
+        self,
+        replicas: Any = None,
+        restart_policy: Any = None,
+        template: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1ReplicaStatus(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "active": "int",
+        "failed": "int",
+        "label_selector": "V1LabelSelector",
+        "selector": "str",
+        "succeeded": "int",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "active": "active",
+        "failed": "failed",
+        "label_selector": "labelSelector",
+        "selector": "selector",
+        "succeeded": "succeeded",
+    }
+    active: Any
+    failed: Any
+    label_selector: Any
+    selector: Any
+    succeeded: Any
+
+    def __init__(
+        self,
+        active: Any = None,
+        failed: Any = None,
+        label_selector: Any = None,
+        selector: Any = None,
+        succeeded: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1RunPolicy(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "active_deadline_seconds": "int",
+        "backoff_limit": "int",
+        "clean_pod_policy": "str",
+        "managed_by": "str",
+        "scheduling_policy": "KubeflowOrgV1SchedulingPolicy",
+        "suspend": "bool",
+        "ttl_seconds_after_finished": "int",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "active_deadline_seconds": "activeDeadlineSeconds",
+        "backoff_limit": "backoffLimit",
+        "clean_pod_policy": "cleanPodPolicy",
+        "managed_by": "managedBy",
+        "scheduling_policy": "schedulingPolicy",
+        "suspend": "suspend",
+        "ttl_seconds_after_finished": "ttlSecondsAfterFinished",
+    }
+    active_deadline_seconds: Any
+    backoff_limit: Any
+    clean_pod_policy: Any
+    managed_by: Any
+    scheduling_policy: Any
+    suspend: Any
+    ttl_seconds_after_finished: Any
+
+    def __init__(
+        self,
+        active_deadline_seconds: Any = None,
+        backoff_limit: Any = None,
+        clean_pod_policy: Any = None,
+        managed_by: Any = None,
+        scheduling_policy: Any = None,
+        suspend: Any = None,
+        ttl_seconds_after_finished: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "min_available": "int",
+        "min_resources": "dict(str, Quantity)",
+        "priority_class": "str",
+        "queue": "str",
+        "schedule_timeout_seconds": "int",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "min_available": "minAvailable",
+        "min_resources": "minResources",
+        "priority_class": "priorityClass",
+        "queue": "queue",
+        "schedule_timeout_seconds": "scheduleTimeoutSeconds",
+    }
+    min_available: Any
+    min_resources: Any
+    priority_class: Any
+    queue: Any
+    schedule_timeout_seconds: Any
+
+    def __init__(
+        self,
+        min_available: Any = None,
+        min_resources: Any = None,
+        priority_class: Any = None,
+        queue: Any = None,
+        schedule_timeout_seconds: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1TFJob(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "kind": "str",
+        "metadata": "V1ObjectMeta",
+        "spec": "KubeflowOrgV1TFJobSpec",
+        "status": "KubeflowOrgV1JobStatus",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "kind": "kind",
+        "metadata": "metadata",
+        "spec": "spec",
+        "status": "status",
+    }
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        spec: Any = None,
+        status: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1TFJobList(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "items": "list[KubeflowOrgV1TFJob]",
+        "kind": "str",
+        "metadata": "V1ListMeta",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "items": "items",
+        "kind": "kind",
+        "metadata": "metadata",
+    }
+    required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        items: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1TFJobSpec(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "enable_dynamic_worker": "bool",
+        "run_policy": "KubeflowOrgV1RunPolicy",
+        "success_policy": "str",
+        "tf_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "enable_dynamic_worker": "enableDynamicWorker",
+        "run_policy": "runPolicy",
+        "success_policy": "successPolicy",
+        "tf_replica_specs": "tfReplicaSpecs",
+    }
+    required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
+    enable_dynamic_worker: Any
+    run_policy: Any
+    success_policy: Any
+    tf_replica_specs: Any
+
+    def __init__(
+        self,
+        enable_dynamic_worker: Any = None,
+        run_policy: Any = None,
+        success_policy: Any = None,
+        tf_replica_specs: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1XGBoostJob(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "kind": "str",
+        "metadata": "V1ObjectMeta",
+        "spec": "KubeflowOrgV1XGBoostJobSpec",
+        "status": "KubeflowOrgV1JobStatus",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "kind": "kind",
+        "metadata": "metadata",
+        "spec": "spec",
+        "status": "status",
+    }
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        spec: Any = None,
+        status: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1XGBoostJobList(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "api_version": "str",
+        "items": "list[KubeflowOrgV1XGBoostJob]",
+        "kind": "str",
+        "metadata": "V1ListMeta",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "api_version": "apiVersion",
+        "items": "items",
+        "kind": "kind",
+        "metadata": "metadata",
+    }
+    required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
+
+    def __init__(
+        self,
+        api_version: Any = None,
+        items: Any = None,
+        kind: Any = None,
+        metadata: Any = None,
+        local_vars_configuration: Any = None,
+    ) -> None:
+        self._init(locals())
+
+
+class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
+    openapi_types: ClassVar[dict[str, str]] = {
+        "run_policy": "KubeflowOrgV1RunPolicy",
+        "xgb_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
+    }
+    attribute_map: ClassVar[dict[str, str]] = {
+        "run_policy": "runPolicy",
+        "xgb_replica_specs": "xgbReplicaSpecs",
+    }
+    required: ClassVar[tuple[str, ...]] = ("run_policy", "xgb_replica_specs")
+    run_policy: Any
+    xgb_replica_specs: Any
+
+    def __init__(
+        self, run_policy: Any = None, xgb_replica_specs: Any = None, local_vars_configuration: Any = None
+    ) -> None:
+        self._init(locals())
+
+
+# --- the kind tables the client reads ---
+
+# Kind → the model class get_job/list_jobs return, and the list model.
+SDK_JOB_MODELS: dict[str, type[OpenAPIModel]] = {
+    "TFJob": KubeflowOrgV1TFJob,
+    "PyTorchJob": KubeflowOrgV1PyTorchJob,
+    "XGBoostJob": KubeflowOrgV1XGBoostJob,
+    "MPIJob": KubeflowOrgV1MPIJob,
+    "PaddleJob": KubeflowOrgV1PaddleJob,
+    "JAXJob": KubeflowOrgV1JAXJob,
+}
+SDK_JOB_LIST_MODELS: dict[str, type[OpenAPIModel]] = {
+    "TFJob": KubeflowOrgV1TFJobList,
+    "PyTorchJob": KubeflowOrgV1PyTorchJobList,
+    "XGBoostJob": KubeflowOrgV1XGBoostJobList,
+    "MPIJob": KubeflowOrgV1MPIJobList,
+    "PaddleJob": KubeflowOrgV1PaddleJobList,
+    "JAXJob": KubeflowOrgV1JAXJobList,
+}
+
+
+# --- JSON → models (upstream's ApiClient.deserialize) ---
+
+_NATIVE: dict[str, Any] = {
+    "int": int,
+    "long": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "date": date,
+    "datetime": datetime,
+    "object": object,
+}
+# Type names upstream's models use that kubernetes.client has no class for: upstream's deserializer
+# fails on them (a job with elastic metrics or minResources cannot be read back); we read them.
+_ALIASES: dict[str, str] = {"K8sIoApiAutoscalingV2MetricSpec": "V2MetricSpec", "Quantity": "object"}
+
+
+@cache
+def kube_client() -> ModuleType | None:
+    """``kubernetes.client``, imported on first use (it takes a while), or None when not installed."""
+    try:
+        return importlib.import_module("kubernetes.client")
+    except ImportError:
+        return None
+
+
+def _resolve(name: str) -> Any:
+    name = _ALIASES.get(name, name)
+    if name in _NATIVE:
+        return _NATIVE[name]
+    own = globals().get(name)
+    if isinstance(own, type) and issubclass(own, OpenAPIModel):
+        return own
+    client = kube_client()
+    return getattr(client, name, None) if client is not None else None
+
+
+def _parse_datetime(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:  # what kubernetes.client parses with, so the tzinfo reads the same (tzutc())
+        from dateutil.parser import parse
+
+        return parse(value)
+    except ImportError:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+
+
+def build_model(data: Any, klass: Any) -> Any:
+    """Kubernetes JSON → ``klass`` (a type name such as ``"V1Pod"``, ``"list[V1EnvVar]"``, or a class).
+
+    ``KubeflowOrgV1*`` names are ours, ``V1*`` names ``kubernetes.client``'s; without that package
+    nested objects become ``KubeObject`` views. Values that do not fit the type are kept as they are.
+    """
+    if data is None:
+        return None
+    if isinstance(klass, str):
+        if klass.startswith("list["):
+            sub = klass[5:-1]
+            return [build_model(d, sub) for d in data] if isinstance(data, list) else data
+        if klass.startswith("dict("):
+            match = re.match(r"dict\(([^,]*), (.*)\)", klass)
+            sub = match.group(2) if match else "object"
+            return {k: build_model(v, sub) for k, v in data.items()} if isinstance(data, Mapping) else data
+        klass = _resolve(klass)
+    if klass is object:
+        return data
+    if klass in (int, float, str, bool):
+        try:
+            return klass(data)
+        except (TypeError, ValueError):
+            return data
+    if klass is datetime:
+        return _parse_datetime(data)
+    if klass is date:
+        parsed = _parse_datetime(data)
+        return parsed.date() if isinstance(parsed, datetime) else parsed
+    if not isinstance(data, Mapping):
+        return data
+    if klass is None:
+        return KubeObject(data)
+    types = getattr(klass, "openapi_types", None)
+    amap = getattr(klass, "attribute_map", None)
+    if isinstance(types, Mapping) and isinstance(amap, Mapping):
+        kwargs = {attr: build_model(data[amap[attr]], t) for attr, t in types.items() if amap[attr] in data}
+        try:
+            return klass(**kwargs, local_vars_configuration=_LENIENT)
+        except TypeError:  # a model class without upstream's configuration argument
+            return klass(**kwargs)
+    validate = getattr(klass, "model_validate", None)  # kubernetes.client from 37 (pydantic models)
+    if callable(validate):
+        return validate(dict(data))
+    return KubeObject(data)
+
+
+def build_job_model(obj: Mapping[str, Any]) -> Any:
+    """A job's JSON → its ``KubeflowOrgV1*`` model (by ``kind``)."""
+    return build_model(obj, SDK_JOB_MODELS[str(obj.get("kind"))])
+
+
+# --- models → JSON (upstream's ApiClient.sanitize_for_serialization) ---
 
 
 def build_plain(value: Any) -> Any:
     """Any model object (ours, ``kubernetes.client``'s, lightkube's, a view) → plain Kubernetes JSON.
 
-    ``kubernetes.client`` models up to client 36 carry ``attribute_map`` (attribute → JSON key) and
-    ``openapi_types``; their ``to_dict()`` keeps snake_case keys, so the map is walked instead (what
-    upstream's ``ApiClient.sanitize_for_serialization`` does before a POST). From client 37 they are
-    pydantic models whose aliases are the JSON keys. Unset (None) model fields are dropped.
+    Models with ``attribute_map`` and ``openapi_types`` (ours, upstream's, ``kubernetes.client`` up to
+    client 36) are walked by that map, as upstream's ``sanitize_for_serialization`` does before a POST;
+    from client 37 they are pydantic models whose aliases are the JSON keys. Unset (None) model fields
+    are dropped.
     """
     if value is None or isinstance(value, str | bool | int | float):
         return value
@@ -60,150 +1126,8 @@ def build_plain(value: Any) -> Any:
     raise TypeError(f"cannot turn a {type(value).__name__} into Kubernetes JSON")
 
 
-def _is_foreign(value: Any) -> bool:
-    """A model object that is not ours: ``kubernetes.client`` models (plain classes up to client 36,
-    pydantic models from 37 on), lightkube dataclasses. Pydantic would reject them in our fields."""
-    if isinstance(value, KubeModel | str | bytes | Mapping | list | tuple | datetime | date) or value is None:
-        return False
-    return (
-        isinstance(value, BaseModel)
-        or hasattr(value, "attribute_map")
-        or callable(getattr(value, "to_dict", None))
-    )
-
-
-def _coerce(value: Any) -> Any:
-    if _is_foreign(value):
-        return build_plain(value)
-    if isinstance(value, dict):
-        return {k: _coerce(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_coerce(v) for v in value]
-    return value
-
-
-class _AcceptsClientModels(KubeModel):
-    """Turns ``kubernetes.client``-style objects given to a constructor into plain JSON first."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_client_models(cls, data: Any) -> Any:
-        if _is_foreign(data):
-            return build_plain(data)
-        if isinstance(data, dict):
-            return {k: _coerce(v) for k, v in data.items()}
-        return data
-
-
-# --- common types (§7.1) ---
-class KubeflowOrgV1RunPolicy(common.RunPolicy, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1SchedulingPolicy(common.SchedulingPolicy, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1ReplicaSpec(common.ReplicaSpec, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1JobCondition(common.JobCondition, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1ReplicaStatus(common.ReplicaStatus, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1JobStatus(common.JobStatus, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1RDZVConf(kinds.RDZVConf, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1ElasticPolicy(kinds.ElasticPolicy, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1PaddleElasticPolicy(kinds.PaddleElasticPolicy, _AcceptsClientModels):
-    pass
-
-
-# --- specs ---
-class KubeflowOrgV1PyTorchJobSpec(kinds.PyTorchJobSpec, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1TFJobSpec(kinds.TFJobSpec, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1XGBoostJobSpec(kinds.XGBoostJobSpec, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1MPIJobSpec(kinds.MPIJobSpec, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1PaddleJobSpec(kinds.PaddleJobSpec, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1JAXJobSpec(kinds.JAXJobSpec, _AcceptsClientModels):
-    pass
-
-
-# --- jobs ---
-class KubeflowOrgV1PyTorchJob(kinds.PyTorchJob, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1TFJob(kinds.TFJob, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1XGBoostJob(kinds.XGBoostJob, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1MPIJob(kinds.MPIJob, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1PaddleJob(kinds.PaddleJob, _AcceptsClientModels):
-    pass
-
-
-class KubeflowOrgV1JAXJob(kinds.JAXJob, _AcceptsClientModels):
-    pass
-
-
-# Kind → the model class get_job/list_jobs return (a subclass of trainop.api.kinds.JOB_MODELS[kind]).
-SDK_JOB_MODELS: dict[str, type[common.TrainingJob]] = {
-    "PyTorchJob": KubeflowOrgV1PyTorchJob,
-    "TFJob": KubeflowOrgV1TFJob,
-    "XGBoostJob": KubeflowOrgV1XGBoostJob,
-    "MPIJob": KubeflowOrgV1MPIJob,
-    "PaddleJob": KubeflowOrgV1PaddleJob,
-    "JAXJob": KubeflowOrgV1JAXJob,
-}
-
-JOB_MODELS_TYPE = (
-    KubeflowOrgV1PyTorchJob
-    | KubeflowOrgV1TFJob
-    | KubeflowOrgV1XGBoostJob
-    | KubeflowOrgV1MPIJob
-    | KubeflowOrgV1PaddleJob
-    | KubeflowOrgV1JAXJob
-)
-
-
 class KubeObject(Mapping[str, Any]):
-    """A read-only view of a Kubernetes JSON object (a Pod, an Event) with upstream-style attributes.
+    """A read-only view of a Kubernetes JSON object, used where ``kubernetes.client`` is not installed.
 
     ``pod.metadata.name``, ``pod.status.container_statuses[0].state.terminated.exit_code`` and the
     camelCase spelling both work; an unset field reads as None, as on ``kubernetes.client`` models.
@@ -259,14 +1183,16 @@ def _view(value: Any) -> Any:
 
 
 def __getattr__(name: str) -> Any:
-    """``V1Container`` etc.: upstream's models module re-exported every ``kubernetes.client`` model."""
-    if name.startswith("V1") or name.startswith("V2"):
-        try:
-            client = importlib.import_module("kubernetes.client")
-        except ImportError:
-            raise AttributeError(
-                f"{name} comes from the Kubernetes Python client; install it with `pip install kubernetes` "
-                "(or pass plain dicts instead)"
-            ) from None
+    """``V1Pod``, ``V1ObjectMeta`` …: upstream's models module star-imports ``kubernetes.client``."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    client = kube_client()
+    if client is None:
+        raise AttributeError(
+            f"{name} comes from the Kubernetes Python client; install it with `pip install kubernetes` "
+            "(or pass plain dicts instead)"
+        )
+    try:
         return getattr(client, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

@@ -1,19 +1,26 @@
-"""The SDK's error builders: upstream's ``Failed to <verb> <target>. Error: <detail>`` messages (§7.3),
-the typed class each backend failure becomes, and the object fields NotFound/AlreadyExists carry."""
+"""The SDK's error builders: the built-in class upstream raised (RuntimeError/TimeoutError), its message,
+and the ``ApiException`` chained as ``__cause__`` with the API server's status and ``metav1.Status`` body."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
+from trainop.api import errors as api_errors
+from trainop.api.errors import FieldError
 from trainop.sdk.errors import (
     AlreadyExistsError,
+    InvalidJobError,
     NotFoundError,
     SDKError,
+    WaitTimeoutError,
+    build_api_exception,
+    build_invalid_job_error,
     build_log_error,
-    build_request_error,
-    build_request_target,
+    build_status_body,
 )
 
 
@@ -22,83 +29,137 @@ def fields(err: BaseException) -> dict[str, Any]:
     return {
         "type": type(err),
         "message": str(err),
-        **{k: getattr(err, k) for k in ("detail", "kind", "namespace", "name") if hasattr(err, k)},
+        **{k: getattr(err, k) for k in ("detail", "kind", "namespace", "name", "errors") if hasattr(err, k)},
     }
 
 
 @pytest.mark.parametrize(
-    ("cls", "verb", "kind", "name", "want"),
+    ("code", "message", "kw", "want"),
     [
         pytest.param(
-            NotFoundError,
-            "get",
-            "PyTorchJob",
-            "a",
+            404,
+            'pytorchjobs.kubeflow.org "a" not found',
+            {"name": "a", "group": "kubeflow.org", "kind": "pytorchjobs"},
             {
-                "type": NotFoundError,
-                "message": "Failed to get PyTorchJob: ns/a. Error: gone",
-                "detail": "gone",
-                "kind": "PyTorchJob",
-                "namespace": "ns",
-                "name": "a",
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": 'pytorchjobs.kubeflow.org "a" not found',
+                "reason": "NotFound",
+                "details": {"name": "a", "group": "kubeflow.org", "kind": "pytorchjobs"},
+                "code": 404,
             },
-            id="not found names the object",
+            id="not found names the resource",
         ),
         pytest.param(
-            AlreadyExistsError,
-            "create",
-            "TFJob",
-            "b",
+            422,
+            "bad",
+            {"causes": [FieldError("spec.x", "must be set")]},
             {
-                "type": AlreadyExistsError,
-                "message": "Failed to create TFJob: ns/b. Error: gone",
-                "detail": "gone",
-                "kind": "TFJob",
-                "namespace": "ns",
-                "name": "b",
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "bad",
+                "reason": "Invalid",
+                "details": {
+                    "causes": [{"reason": "FieldValueInvalid", "message": "must be set", "field": "spec.x"}]
+                },
+                "code": 422,
             },
-            id="already exists names the object",
+            id="invalid lists one cause per field",
         ),
         pytest.param(
-            SDKError,
-            "list",
-            "Pod",
-            "",
+            500,
+            "disk full",
+            {},
             {
-                "type": SDKError,
-                "message": "Failed to list Pods in namespace ns. Error: gone",
-                "detail": "gone",
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "disk full",
+                "reason": "InternalError",
+                "code": 500,
             },
-            id="a list names the kind and namespace",
+            id="no details when there are none",
         ),
     ],
 )
-def test_build_request_error(
-    cls: type[SDKError], verb: str, kind: str, name: str, want: dict[str, Any]
-) -> None:
-    assert fields(build_request_error(cls, verb, kind, "ns", name, "gone")) == want
+def test_build_status_body(code: int, message: str, kw: dict[str, Any], want: dict[str, Any]) -> None:
+    body = build_status_body(code, message, **kw)
+    assert json.loads(body) == want
+    assert list(json.loads(body)) == list(want), "the API server's key order"
 
 
 @pytest.mark.parametrize(
-    ("cls", "builtin"),
+    ("code", "want_reason"),
     [
-        pytest.param(NotFoundError, RuntimeError, id="not found is a RuntimeError"),
-        pytest.param(AlreadyExistsError, RuntimeError, id="already exists is a RuntimeError"),
+        pytest.param(404, "Not Found", id="404"),
+        pytest.param(409, "Conflict", id="409"),
+        pytest.param(422, "Unprocessable Entity", id="422"),
     ],
 )
-def test_typed_errors_keep_upstreams_builtin(cls: type[SDKError], builtin: type[Exception]) -> None:
-    assert isinstance(build_request_error(cls, "get", "PyTorchJob", "ns", "a", "x"), builtin)
+def test_build_api_exception_is_kubernetes_clients(code: int, want_reason: str) -> None:
+    body = json.dumps({"code": code})
+    got = build_api_exception(code, body)
+    assert isinstance(got, ApiException)
+    assert (got.status, got.reason, got.body) == (code, want_reason, body)
+    assert str(got) == f"({code})\nReason: {want_reason}\nHTTP response body: {body}\n"
 
 
-def test_build_request_target() -> None:
-    got = [build_request_target("JAXJob", "ns", "j"), build_request_target("Event", "ns", "")]
-    assert got == ["JAXJob: ns/j", "Events in namespace ns"]
+def test_build_invalid_job_error() -> None:
+    err = api_errors.InvalidJobError(
+        [FieldError("spec.pytorchReplicaSpecs[Master].replicas", "must be an integer")],
+        kind="PyTorchJob",
+        name="j",
+    )
+    got = build_invalid_job_error(err, kind="PyTorchJob", namespace="ns", name="j")
+    message = 'PyTorchJob.kubeflow.org "j" is invalid: spec.pytorchReplicaSpecs[Master].replicas: must be an integer'
+    assert fields(got) == {
+        "type": InvalidJobError,
+        "message": message,
+        "detail": message,
+        "kind": "PyTorchJob",
+        "namespace": "ns",
+        "name": "j",
+        "errors": err.errors,
+    }
+    # Upstream's caller catches RuntimeError (the API server refused it); older trainop code ValueError.
+    assert isinstance(got, RuntimeError) and isinstance(got, ValueError)
+    assert isinstance(got.cause, ApiException) and got.cause.status == 422
+    body = json.loads(got.cause.body)
+    assert (body["reason"], body["details"]["kind"], body["details"]["causes"][0]["field"]) == (
+        "Invalid",
+        "PyTorchJob",
+        "spec.pytorchReplicaSpecs[Master].replicas",
+    )
+
+
+@pytest.mark.parametrize(
+    "err",
+    [
+        pytest.param(NotFoundError("m", kind="TFJob", namespace="ns", name="a", detail="d"), id="not found"),
+        pytest.param(AlreadyExistsError("m", kind="TFJob", namespace="ns", name="a"), id="already exists"),
+        pytest.param(SDKError("m", detail="d"), id="plain"),
+    ],
+)
+def test_with_message_keeps_class_and_fields(err: SDKError) -> None:
+    got = err.with_message("Failed to get TFJob: ns/a. Error: d")
+    assert isinstance(got, RuntimeError)
+    assert fields(got) == {**fields(err), "message": "Failed to get TFJob: ns/a. Error: d"}
+    assert str(err) == "m", "the original is unchanged"
 
 
 def test_build_log_error() -> None:
     got = fields(build_log_error("ns", "a-worker-1", "container not started"))
     assert got == {
         "type": SDKError,
-        "message": "Failed to read logs for pod ns/a-worker-1. Error: container not started",
+        "message": "Failed to read logs for pod ns/a-worker-1",
         "detail": "container not started",
     }
+
+
+def test_wait_timeout_is_a_timeout_error() -> None:
+    assert isinstance(WaitTimeoutError("t"), TimeoutError)

@@ -513,6 +513,47 @@ class LocalBackend:
         self._wake(row)
         return self.get(name, namespace)
 
+    def update(self, manifest: Mapping[str, Any], namespace: str = "default") -> TrainingJob:
+        """Replace the job's spec, labels and annotations with ``manifest``'s: what an update through the
+        API server and the validating webhook accepts (``validate_job`` with the stored job as ``old``,
+        e.g. managedBy and the queue stay; replicas, suspend, minAvailable … change), plus this
+        backend's own checks. The supervisor reconciles the change; server-owned metadata is kept."""
+        from trainop.api.validation import validate_job
+
+        doc = copy.deepcopy(dict(manifest))
+        given = doc.get("metadata")
+        meta: dict[str, Any] = given if isinstance(given, dict) else {}
+        row = self._row(str(meta.get("name", "")), namespace, doc.get("kind"))
+        job = parse_job({**doc, "metadata": {**meta, "namespace": namespace}})
+        errors = validate_job(job, parse_job(row.manifest)) or self.detect_local_errors(job)
+        if errors:
+            raise InvalidJobError(errors, kind=job.kind, name=job.name)
+        stored = row.manifest.get("metadata") or {}
+        new_meta = {k: v for k, v in stored.items() if k not in ("labels", "annotations")}
+        for key in ("labels", "annotations"):
+            if isinstance(meta.get(key), dict) and meta[key]:
+                new_meta[key] = dict(meta[key])
+        # The attached client is the backend's record (see _attach), never the caller's.
+        annotations = new_meta.get("annotations") or {}
+        annotations.pop(ANNOTATION_ATTACHED_CLIENT, None)
+        old_client = (stored.get("annotations") or {}).get(ANNOTATION_ATTACHED_CLIENT)
+        if old_client is not None:
+            annotations[ANNOTATION_ATTACHED_CLIENT] = old_client
+        if job.run_policy.suspend is not True and parse_job(row.manifest).run_policy.suspend is True:
+            annotations.pop(ANNOTATION_INTERRUPTED, None)  # resumed, as set_suspend(False) does
+            drop_dead_client(annotations)
+        if annotations:
+            new_meta["annotations"] = annotations
+        else:
+            new_meta.pop("annotations", None)
+        updated = {**{k: v for k, v in doc.items() if k != "status"}, "metadata": new_meta}
+        if updated.get("spec") != row.manifest.get("spec"):
+            new_meta["generation"] = row.generation + 1  # a spec change, as on the API server
+        if updated != row.manifest:
+            self.store.write_manifest(row.uid, updated)
+            self._wake(row)
+        return self.get(row.name, namespace)
+
     def delete(
         self, name: str, namespace: str = "default", *, wait: bool = True, grace: float | None = None
     ) -> None:
