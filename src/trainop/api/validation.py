@@ -17,6 +17,7 @@ from trainop.api.common import KubeModel, ReplicaSpec, TrainingJob
 from trainop.api.constants import (
     CLEAN_POD_POLICIES,
     LABEL_JOB_NAME,
+    LABEL_KUEUE_QUEUE,
     MANAGED_BY_VALUES,
     RESTART_POLICIES,
 )
@@ -303,6 +304,7 @@ def validate_trainop(job: TrainingJob, old: TrainingJob | None = None) -> list[F
     errs = _validate_unknown_fields(job)
     errs += _validate_names(job)
     errs += _validate_queue_immutable(job, old)
+    errs += _validate_kueue_queue_name(job, old)
     errs += _validate_run_policy(job)
     errs += _validate_replicas(job)
     errs += _validate_kind_fields(job)
@@ -450,6 +452,46 @@ def _validate_queue_immutable(job: TrainingJob, old: TrainingJob | None) -> list
             "spec.runPolicy.schedulingPolicy.queue is immutable",
         )
     ]
+
+
+_DNS1123_SUBDOMAIN_MAX = 253
+
+
+def _validate_kueue_queue_name(job: TrainingJob, old: TrainingJob | None) -> list[FieldError]:
+    """Kueue's job webhook (pkg/controller/jobframework/validation.go), which a cluster without Kueue
+    never runs: ``kueue.x-k8s.io/queue-name`` (a label, or the deprecated annotation of the same key)
+    must name a LocalQueue, a DNS-1123 subdomain; on update it may change only while the new job is
+    suspended (Kueue moves a job between queues before it admits it, never after)."""
+    errs: list[FieldError] = []
+    for where, values in (("labels", job.metadata.labels), ("annotations", job.metadata.annotations)):
+        value = (values or {}).get(LABEL_KUEUE_QUEUE)
+        if value is None:
+            continue
+        reasons = [_max_len_error(_DNS1123_SUBDOMAIN_MAX)] if len(value) > _DNS1123_SUBDOMAIN_MAX else []
+        if not _DNS1123_SUBDOMAIN_RE.match(value):
+            reasons.append(_DNS1123_SUBDOMAIN_MSG)
+        if reasons:
+            errs.append(invalid(f"metadata.{where}[{LABEL_KUEUE_QUEUE}]", value, ",".join(reasons)))
+    if old is not None and job.run_policy.suspend is not True:
+        new_q, old_q = _kueue_queue(job), _kueue_queue(old)
+        if new_q != old_q:
+            errs.append(
+                invalid(
+                    f"metadata.labels[{LABEL_KUEUE_QUEUE}]",
+                    new_q,
+                    "field is immutable; to move the job to another queue, suspend it "
+                    "(spec.runPolicy.suspend: true) in the same update",
+                )
+            )
+    return errs
+
+
+def _kueue_queue(job: TrainingJob) -> str:
+    """Kueue's QueueName: the label, else the deprecated annotation ("" when neither is set)."""
+    for values in (job.metadata.labels, job.metadata.annotations):
+        if (values or {}).get(LABEL_KUEUE_QUEUE):
+            return (values or {})[LABEL_KUEUE_QUEUE]
+    return ""
 
 
 def _at_least(path: str, value: int | None, floor: int) -> list[FieldError]:
