@@ -1,23 +1,28 @@
-"""``trainop run`` interrupted (Ctrl-C, SIGTERM, SIGHUP): stop every replica and keep the job. The
-job is suspended and marked interrupted (its record, state and logs stay, so ``logs`` works);
-the replicas get SIGTERM, and what they print while shutting down (a checkpoint message) is still
-streamed until they have ended; a second interrupt kills them at once. ``trainop delete`` removes it.
+"""``trainop run`` stopped once its job exists (Ctrl-C, SIGTERM, SIGHUP, its terminal or reader gone):
+stop every replica and keep the job. The job is suspended and marked interrupted (its record, state
+and logs stay: ``logs`` works, ``resume`` runs it again, ``delete`` removes it); the replicas get
+SIGTERM and their grace period, and what they print while shutting down (a checkpoint message) is
+still streamed until they have ended; a second signal kills them at once. It never deletes a job.
 """
 
 from __future__ import annotations
 
+import signal
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from trainop.cli.stop_signals import compute_exit_code, describe_signal
 
+if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
     from trainop.backends.local.api import LocalBackend
-    from trainop.cli.watch import RunView
+    from trainop.cli.stop_signals import StopSignals
 
 POLL = 0.1
-MARGIN = 15.0  # past the longest grace period: the supervisor's own SIGKILL has happened by then
+# Past the longest grace period: the supervisor's own SIGKILL has happened by then, unless it is not
+# running; run then kills the replicas itself, and waits this long again for the supervisor's record.
+MARGIN = 15.0
 
 
 def compute_longest_grace(job: TrainingJob) -> float:
@@ -31,8 +36,29 @@ def compute_longest_grace(job: TrainingJob) -> float:
     return max(graces)
 
 
+def detect_stopped(job: TrainingJob, pods: int, unfinished: int) -> bool:
+    """The stop is complete: the supervisor has acted on the suspend (the job reads Suspended) and
+    every pod is gone (a pod is removed only once nothing in its sessions lives any more); or the job
+    finished first and none of its processes runs."""
+    from trainop.backends.base import detect_state, is_finished
+
+    if is_finished(job):
+        return unfinished == 0
+    return detect_state(job) == "Suspended" and pods == 0 and unfinished == 0
+
+
+def detect_suspend_seen(job: TrainingJob) -> bool:
+    """The supervisor has acted on the suspend (or the job finished first): its pods are being deleted,
+    so a replica killed now is not restarted, nor counted as a failure."""
+    from trainop.backends.base import detect_state, is_finished
+
+    return is_finished(job) or detect_state(job) == "Suspended"
+
+
 def kill_now(backend: LocalBackend, uid: str) -> None:
-    """SIGKILL every replica session of the job that still runs (the second interrupt)."""
+    """SIGKILL every replica session of the job that still runs, recorded or only marked (started,
+    not yet recorded: the same rule as a delete without a supervisor)."""
+    from trainop.api.constants import ENV_TRAINOP_JOB_UID
     from trainop.backends.local import procs
     from trainop.backends.local.api import stop_sessions
 
@@ -42,44 +68,72 @@ def kill_now(backend: LocalBackend, uid: str) -> None:
         if p.pid is not None and p.boot == procs.boot_id()
     ]
     stop_sessions(sessions, 0.0)
+    procs.kill_marked(ENV_TRAINOP_JOB_UID, uid)
 
 
-def stop_and_keep(backend: LocalBackend, view: RunView | None, job: TrainingJob, console: Console) -> None:
-    """Suspend and mark the job, then stream the replicas' last output until every one has ended.
-    Raises nothing on a second interrupt: it kills what is left and returns."""
+def stop_and_keep(
+    backend: LocalBackend,
+    job: TrainingJob,
+    signals: StopSignals,
+    say: Callable[[str], None],
+    stream: Callable[[], None],
+) -> int:
+    """Suspend and mark the job, stream the replicas' last output (``stream``) until every one has
+    ended, and return run's exit code: 128 + the first signal (none: the output went away, a hang-up).
+    Signals stay recorded only (``signals.record``); one more than had come when it began kills now."""
     from trainop.backends.base import JobNotFoundError
 
+    signum = signals.received or signal.SIGHUP
+    code = compute_exit_code(signum)
     name, ns = job.name, job.namespace
     flags = f" -n {ns}" if ns != "default" else ""
-    err_line = (
-        f"interrupted: stopping {job.kind} {name}'s replicas (SIGTERM, SIGKILL after their grace period; "
-        "interrupt again to kill now); the job and its logs are kept"
+    by = "" if signum == signal.SIGINT else f" by {describe_signal(signum)}"
+    again = "Ctrl-C again" if signum == signal.SIGINT else "a second signal"
+    say(
+        f"interrupted{by}: stopping {job.kind} {name}'s replicas (SIGTERM, SIGKILL after their grace "
+        f"period; {again} kills them now); the job and its logs are kept"
     )
-    console.print(err_line, style="yellow", highlight=False)
+    seen_signals = 1  # two already (both while run watched): the second says kill now
     try:
         backend.set_suspend(name, True, ns, interrupted=True)
-    except JobNotFoundError:
-        console.print(f"{job.kind} {name} is gone (deleted elsewhere)", highlight=False)
-        return
-    row = backend.store.find_job(ns, name)
-    if row is None:
-        return
-    deadline = time.monotonic() + compute_longest_grace(job) + MARGIN
-    try:
-        while time.monotonic() < deadline:
-            if view is not None:
-                view.emit(view.follower.poll())
-            if not backend.store.list_processes(row.uid, unfinished=True):
+        row = backend.store.find_job(ns, name)
+        if row is None:
+            raise JobNotFoundError(name, ns, job.kind)
+        deadline = time.monotonic() + compute_longest_grace(job) + MARGIN
+        give_up = deadline + MARGIN
+        kill = killed = stopped = False
+        while True:
+            stream()
+            current = backend.get(name, ns)
+            pods = len(backend.store.list_pods(row.uid))
+            unfinished = len(backend.store.list_processes(row.uid, unfinished=True))
+            if detect_stopped(current, pods, unfinished):
+                stopped = True
+                break
+            now = time.monotonic()
+            if signals.count > seen_signals and not kill:
+                kill = True
+                say("killing now")
+            if not killed and ((kill and detect_suspend_seen(current)) or now >= deadline):
+                kill_now(backend, row.uid)
+                killed = True
+            if now >= give_up:
                 break
             time.sleep(POLL)
-        if view is not None:
-            view.emit(view.follower.poll())
-    except KeyboardInterrupt:
-        console.print("killing now", style="yellow", highlight=False)
-        kill_now(backend, row.uid)
-    console.print(
-        f"{job.kind} {name} interrupted: its replicas were stopped; the job and its logs are kept "
-        f"(trainop logs {name}{flags}; trainop resume {name}{flags} runs it again; "
-        f"trainop delete {name}{flags} removes it)",
-        highlight=False,
-    )
+        stream()
+    except JobNotFoundError:
+        say(f"{job.kind} {name} is gone (deleted elsewhere)")
+        return code
+    if stopped:
+        say(
+            f"{job.kind} {name} interrupted: its replicas were stopped; the job and its logs are kept "
+            f"(trainop logs {name}{flags}; trainop resume {name}{flags} runs it again; "
+            f"trainop delete {name}{flags} removes it)"
+        )
+    else:
+        say(
+            f"{job.kind} {name} interrupted, but its supervisor has not reported every replica stopped; "
+            f"the job is kept (trainop get pods {name}{flags} shows them; trainop delete {name}{flags} "
+            "stops and removes it)"
+        )
+    return code

@@ -3,7 +3,8 @@
 Exit codes (docs/local-backend.md, README): 0 success (``run``/``wait``: the job Succeeded or the
 awaited condition was reached); 1 the job Failed (or finished otherwise than awaited); 2 invalid
 input (a manifest's field errors, a bad option); 3 not found or already exists; 4 ``wait`` timed
-out; 130 ``run`` interrupted with Ctrl-C (the job was deleted; 143 for SIGTERM, 129 for SIGHUP).
+out; 130 ``run`` interrupted with Ctrl-C (the job was stopped and kept, marked interrupted; 143
+for SIGTERM, 129 for SIGHUP).
 Never a traceback for bad input.
 """
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
     from trainop.backends.local.api import LocalBackend
     from trainop.cli.stop_signals import StopSignals
+    from trainop.cli.watch import RunView
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
@@ -376,8 +378,9 @@ def run(
     ] = False,
 ) -> None:
     """Submit a job, stream its logs prefixed by replica, show its status; exit 0 on Succeeded, 1 on
-    Failed. Ctrl-C, SIGTERM or SIGHUP deletes the job (SIGTERM, then SIGKILL after the grace period;
-    twice: at once); so does run's end by any other way (its supervisor notices).
+    Failed. Ctrl-C, SIGTERM or SIGHUP stops the replicas (SIGTERM, then SIGKILL after the grace
+    period; twice: at once) and keeps the job, marked interrupted, with its logs (trainop logs,
+    resume, delete); so does run's end by any other way (its supervisor notices).
 
     Without YAML: trainop run --nnodes 2 --nproc-per-node 2 -- python train.py --lr 0.1"""
     from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code
@@ -522,8 +525,8 @@ def _watch(
     backend: LocalBackend, job: TrainingJob, *, stream_logs: bool, signals: StopSignals, announce: bool
 ) -> int:
     """Follow the job to its end; a stop signal recorded at any moment before it finished (during the
-    submit included) stops it (``_interrupted``). The terminal or pipe going away while output is
-    written counts as a hang-up: nobody can watch the job any more."""
+    submit included) stops it and keeps it (``_interrupted``). The terminal or pipe going away while
+    output is written counts as a hang-up: nobody can watch the job any more."""
     from rich.live import Live
 
     from trainop.backends.base import JobNotFoundError, is_finished
@@ -584,7 +587,7 @@ def _watch(
         _silence_output()
     try:  # (the view stays open for what the replicas print while they are being stopped)
         if not gone and not is_finished(last) and (signals.received is not None or lost_output):
-            return _interrupted(backend, name, ns, signals)
+            return _interrupted(backend, last, signals, view)
         if view is not None:
             for line in view.gone(last) if gone else view.ending(last):
                 console.print(line)
@@ -601,39 +604,23 @@ def _watch(
     return EXIT_OK if state == "Succeeded" else EXIT_FAILED
 
 
-def _interrupted(backend: LocalBackend, name: str, namespace: str, signals: StopSignals) -> int:
-    """Stop the job as Ctrl-C does: delete it, waiting for its replicas' grace periods; a second stop
-    signal (or two already) kills them at once. Nothing the user does ends run before the job is gone,
-    and were run killed anyway, its supervisor finishes the deletion it asked for."""
-    import signal
+def _interrupted(backend: LocalBackend, job: TrainingJob, signals: StopSignals, view: RunView | None) -> int:
+    """Stop the job and keep it (cli/interrupt.py): suspended and marked interrupted, its replicas'
+    shutdown output streamed, a second stop signal kills them now; 128 + the signal. Were run killed
+    anyway, the job's supervisor makes the same stop (backends/local/attach.py)."""
+    from trainop.cli.interrupt import stop_and_keep
 
-    from trainop.cli.stop_signals import compute_exit_code, describe_signal
-
-    signum = signals.received or signal.SIGHUP  # none: the output went away, as a hang-up
-    by = "" if signum == signal.SIGINT else f" by {describe_signal(signum)}"
     err = _console(stderr=True)
-    _say(
-        err,
-        f"interrupted{by}: deleting {name} (SIGTERM to every replica, SIGKILL after its grace period; "
-        "Ctrl-C again to kill now)",
-    )
-    try:
-        signals.raise_next()
-        if signals.count > 1:
-            raise KeyboardInterrupt  # two came while run was watching: the second says kill now
-        backend.delete(name, namespace, wait=True)
-    except KeyboardInterrupt:
-        signals.record()
-        _say(err, "killing now")
+
+    def stream() -> None:
+        if view is None:
+            return
         try:
-            backend.delete(name, namespace, wait=True, grace=0)
-        except Exception as exc:  # the job may already be gone
-            _say(err, str(exc))
-    except Exception as exc:
-        _say(err, str(exc))
-    finally:
-        signals.record()
-    return compute_exit_code(signum)
+            view.poll(job)  # what the replicas print while they shut down
+        except OSError:  # the terminal or reader is gone: the replicas still get stopped
+            _silence_output()
+
+    return stop_and_keep(backend, job, signals, lambda text: _say(err, text), stream)
 
 
 def _say(console: Console, text: str) -> None:

@@ -1,8 +1,8 @@
 """``trainop run``'s SIGINT (Ctrl-C), SIGTERM (``timeout``, a CI cancel) and SIGHUP (a closed terminal),
 handled alike at every moment from start to exit. Before ``record`` a signal raises ``Interrupted`` at
-once (no job exists yet: there is nothing to stop); from then on it is only recorded, and ``run``
-acts on it where it chooses (it stops the job); ``raise_next`` makes the next one raise again (while
-the job is being stopped: kill now). It never stops a job itself.
+once (no job exists yet: there is nothing to stop); from then on it is only recorded and counted, and
+``run`` acts on it where it chooses (it stops the job and keeps it; one more signal kills the
+replicas now: cli/interrupt.py). It never stops a job itself.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupted(KeyboardInterrupt):
-    """A stop signal, raised where ``run`` asked for it (a KeyboardInterrupt, so that code waiting in
-    ``except KeyboardInterrupt`` for a second Ctrl-C sees SIGTERM and SIGHUP the same way)."""
+    """A stop signal before the submit (a KeyboardInterrupt, so that nothing on the way, typer
+    included, takes SIGTERM or SIGHUP for anything other than Ctrl-C)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -58,14 +58,9 @@ class StopSignals:
         if self.received is None:
             self.received = signum
         if self._raise:
-            # One raise per request: a third signal cannot interrupt the handling of the second.
-            self._raise = False
+            self._raise = False  # one raise: a second signal cannot interrupt the handling of the first
             raise Interrupted(signum)
 
     def record(self) -> None:
         """From now on signals are only recorded (the job may exist: run decides what to do)."""
         self._raise = False
-
-    def raise_next(self) -> None:
-        """The next signal raises ``Interrupted`` (once), wherever run is then."""
-        self._raise = True

@@ -40,7 +40,7 @@ from trainop.api.constants import (
 from trainop.api.defaults import apply_defaults
 from trainop.api.load import parse_job
 from trainop.backends.local import procs
-from trainop.backends.local.attach import detect_client_gone
+from trainop.backends.local.attach import build_interrupted_manifest, detect_client_gone
 from trainop.backends.local.gpus import detect_gpu_inventory
 from trainop.backends.local.paths import StatePaths, remove_job_files
 from trainop.backends.local.ports import probe_free_port
@@ -264,9 +264,10 @@ class Supervisor:
 
     def _stop_if_client_gone(self, now: float) -> None:
         """The ``trainop run`` this job is attached to is gone (SIGKILL, a vanished terminal) while the
-        job runs: stop it as run's Ctrl-C does (a deletion, with the pods' grace periods), so that the
-        CLI's process is never the only thing that knows the job must stop (backends/local/attach.py).
-        Looked at once per POLL_SECONDS at most."""
+        job runs: stop it as run's Ctrl-C does (suspended and marked interrupted: the replicas get
+        their grace periods, the record and logs stay for ``logs``, ``resume`` and ``delete``), so that
+        the CLI's process is never the only thing that knows the job must stop
+        (backends/local/attach.py). Looked at once per POLL_SECONDS at most."""
         if now - self._client_checked_at < POLL_SECONDS:
             return
         self._client_checked_at = now
@@ -276,7 +277,9 @@ class Supervisor:
         why = detect_client_gone(row.manifest, row.status)
         if why is not None:
             self.store.add_events(self.uid, [("Warning", "AttachedClientGone", why)], now)
-            self.store.request_deletion(self.uid, now, None)
+            self.store.write_manifest(
+                self.uid, build_interrupted_manifest(row.manifest, row.generation, rfc3339(now))
+            )
             log(why)
 
     def _step_failed(self, exc: Exception, now: float) -> None:

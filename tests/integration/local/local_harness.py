@@ -14,6 +14,9 @@ from typing import Any, TypeVar
 
 import yaml
 
+from trainop.api.constants import ANNOTATION_INTERRUPTED, ENV_TRAINOP_JOB_UID
+from trainop.backends.base import detect_state
+from trainop.backends.local import procs
 from trainop.backends.local.api import LocalBackend
 
 T = TypeVar("T")
@@ -121,3 +124,22 @@ def running_pids(backend: LocalBackend, job: str) -> list[int]:
     if row is None:
         return []
     return [p.pid for p in backend.store.list_processes(row.uid, unfinished=True) if p.pid is not None]
+
+
+def stopped(backend: LocalBackend, name: str) -> dict[str, Any]:
+    """The job as run's stop leaves it: still there, Suspended and marked interrupted, no pod left and
+    no process of it alive (its supervisor stays, waiting for a resume or a delete)."""
+    row = backend.store.find_job("default", name)
+    if row is None:
+        return {"kept": False}
+    job = backend.get(name)
+    return {
+        "kept": True,
+        "state": detect_state(job),
+        "marked": ANNOTATION_INTERRUPTED in (job.metadata.annotations or {}),
+        "pods": [p["metadata"]["name"] for p in backend.store.list_pods(row.uid)],
+        "replica processes": [st.pid for st in procs.find_marked(ENV_TRAINOP_JOB_UID, row.uid)],
+    }
+
+
+KEPT = {"kept": True, "state": "Suspended", "marked": True, "pods": [], "replica processes": []}

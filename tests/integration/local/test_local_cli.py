@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_harness import live_pids, run_cli, running_pids, session_pids, wait_for, write_manifest
+from local_harness import (
+    KEPT,
+    live_pids,
+    run_cli,
+    running_pids,
+    session_pids,
+    stopped,
+    wait_for,
+    write_manifest,
+)
 
 import trainop
 from trainop.backends.local.api import LocalBackend
@@ -251,7 +260,9 @@ def test_render_shows_what_each_backend_would_create(home: Path, tmp_path: Path)
     assert got == want
 
 
-def test_ctrl_c_in_run_deletes_the_job_and_leaves_no_process(home: Path, tmp_path: Path) -> None:
+def test_ctrl_c_in_run_stops_the_job_keeps_it_and_leaves_no_process(home: Path, tmp_path: Path) -> None:
+    """Ctrl-C once the replicas and their children run: every process ends, run exits 130 saying so,
+    and the job stays, Suspended and marked interrupted (issue 10 finding 4, issue 12)."""
     manifest = pytorch_job("intr").master(1).workers(2).command(["sh", "-c", "sleep 300 & wait"]).build_dict()
     path = write_manifest(tmp_path / "intr.yaml", manifest)
     cli = subprocess.Popen(
@@ -272,11 +283,14 @@ def test_ctrl_c_in_run_deletes_the_job_and_leaves_no_process(home: Path, tmp_pat
         _, err = cli.communicate(timeout=60)
         got = {
             "rc": cli.returncode,
-            "said": "interrupted: deleting intr" in err,
-            "job": backend.store.find_job("default", "intr"),
+            "said": "interrupted: stopping PyTorchJob intr's replicas" in err,
+            "kept": "PyTorchJob intr interrupted: its replicas were stopped; the job and its logs are kept"
+            in err,
+            "job": stopped(backend, "intr"),
             "live": live_pids(everyone),
         }
-        assert got == {"rc": 130, "said": True, "job": None, "live": []}
+        assert got == {"rc": 130, "said": True, "kept": True, "job": KEPT, "live": []}, err
+        backend.delete("intr", grace=0)
     finally:
         cli.kill()
         backend.close()

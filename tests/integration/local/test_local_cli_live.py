@@ -1,6 +1,7 @@
 """``trainop run`` in a real terminal (a pseudo-terminal, so the live status and in-place lines are
 what a user sees): the GPU wait reason, restart counts and the crash-loop notice, the failure summary,
-a ``\\r`` progress bar updating in place, the note on replicas left running, an outside delete."""
+a ``\\r`` progress bar updating in place, the note on replicas left running, an outside delete, and
+Ctrl-C stopping the replicas while keeping the job and its logs."""
 
 from __future__ import annotations
 
@@ -209,11 +210,6 @@ def test_a_crash_loop_shows_restarts_a_notice_and_the_failure_summary(home: Path
 GRACEFUL = "trap 'echo saving checkpoint; exit 0' TERM; echo up; while true; do sleep 0.05; done"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 12's Ctrl-C item: cli/interrupt.py's stop_and_keep is wired into run's interrupt path "
-    "once part C (issue 10) has committed its signal handling in cli/main.py; run deletes the job until then",
-)
 def test_ctrl_c_stops_the_replicas_and_keeps_the_job_and_its_logs(home: Path, tmp_path: Path) -> None:
     """Ctrl-C typed into the terminal (SIGINT to the foreground group): the replicas get SIGTERM, what
     they print while shutting down is shown, run exits 130, and the job stays (logs work) until deleted."""

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from trainop.api.constants import ANNOTATION_ATTACHED_CLIENT
+from trainop.api.constants import ANNOTATION_ATTACHED_CLIENT, ANNOTATION_INTERRUPTED
 from trainop.backends.local.attach import (
     Client,
     build_client,
+    build_interrupted_manifest,
     detect_client_gone,
     drop_dead_client,
     format_client,
@@ -77,3 +78,22 @@ def test_resume_forgets_only_a_client_that_ended(client: Client, kept: bool) -> 
     annotations = {ANNOTATION_ATTACHED_CLIENT: format_client(client), "other": "x"}
     drop_dead_client(annotations)
     assert (ANNOTATION_ATTACHED_CLIENT in annotations, annotations["other"]) == (kept, "x")
+
+
+def test_build_interrupted_manifest_suspends_marks_and_bumps_the_generation() -> None:
+    """What the supervisor writes once run is gone: the spec update run's Ctrl-C makes, other
+    annotations and the spec kept, the stored manifest untouched."""
+    stored: dict[str, Any] = {
+        "metadata": {"name": "a", "annotations": {"team": "x"}, "generation": 3},
+        "spec": {"runPolicy": {"backoffLimit": 2}, "pytorchReplicaSpecs": {}},
+    }
+    got = build_interrupted_manifest(stored, 3, "2026-01-02T03:04:05Z")
+    want = {
+        "metadata": {
+            "name": "a",
+            "annotations": {"team": "x", ANNOTATION_INTERRUPTED: "2026-01-02T03:04:05Z"},
+            "generation": 4,
+        },
+        "spec": {"runPolicy": {"backoffLimit": 2, "suspend": True}, "pytorchReplicaSpecs": {}},
+    }
+    assert (got, stored["spec"]["runPolicy"]) == (want, {"backoffLimit": 2})

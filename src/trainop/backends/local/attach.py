@@ -1,20 +1,27 @@
 """Which ``trainop run`` a local job is attached to, and whether that process is still there.
 
 ``run`` records itself (pid, start time, boot) in the job's ``trainop.dev/attached-client``
-annotation; the job's supervisor stops the unfinished job once that process is gone, so a ``run``
-killed with SIGKILL (or whose terminal vanished) never leaves its job running. Jobs from ``submit``
-or the SDK have no attached client. Decides nothing else; reads /proc only through ``procs``.
+annotation; once that process is gone the job's supervisor stops the unfinished job as run's Ctrl-C
+does (suspended and marked interrupted: its record and logs stay), so a ``run`` killed with SIGKILL
+(or whose terminal vanished) never leaves its job running. Jobs from ``submit`` or the SDK have no
+attached client. Decides nothing else; reads /proc only through ``procs``.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trainop.api.constants import ANNOTATION_ATTACHED_CLIENT, COND_FAILED, COND_SUCCEEDED
+from trainop.api.constants import (
+    ANNOTATION_ATTACHED_CLIENT,
+    ANNOTATION_INTERRUPTED,
+    COND_FAILED,
+    COND_SUCCEEDED,
+)
 from trainop.backends.local import procs
 
 
@@ -90,8 +97,32 @@ def detect_client_gone(manifest: Mapping[str, Any], status: Mapping[str, Any]) -
         return None
     return (
         f"trainop run (pid {client.pid}), which this job is attached to, ended without stopping it "
-        "(killed, or its terminal vanished); the job is stopped as run's Ctrl-C would"
+        "(killed, or its terminal vanished); the job is stopped as run's Ctrl-C does: suspended and "
+        "marked interrupted, its record and logs kept"
     )
+
+
+def build_interrupted_manifest(manifest: Mapping[str, Any], generation: int, at: str) -> dict[str, Any]:
+    """``manifest`` suspended and marked interrupted at ``at`` (RFC 3339): the spec update run's
+    Ctrl-C makes through ``LocalBackend.set_suspend(..., interrupted=True)``, for the supervisor to
+    make itself once run is gone. ``generation``: the stored one (a spec change bumps it)."""
+    doc = copy.deepcopy(dict(manifest))
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        meta = doc["metadata"] = {}
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = meta["annotations"] = {}
+    annotations[ANNOTATION_INTERRUPTED] = at
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        spec = doc["spec"] = {}
+    run_policy = spec.get("runPolicy")
+    if not isinstance(run_policy, dict):
+        run_policy = spec["runPolicy"] = {}
+    run_policy["suspend"] = True
+    meta["generation"] = generation + 1
+    return doc
 
 
 def drop_dead_client(annotations: dict[str, Any]) -> None:
