@@ -39,6 +39,7 @@ from trainop.api.kinds import (
     TFJobSpec,
 )
 from trainop.api.load import parse_job
+from trainop.api.podschema import template_errors
 
 # --- apimachinery's name rules (k8s.io/apimachinery/pkg/util/validation) -----------------------------
 
@@ -309,6 +310,7 @@ def validate_trainop(job: TrainingJob, old: TrainingJob | None = None) -> list[F
     errs += _validate_replicas(job)
     errs += _validate_kind_fields(job)
     errs += validate_failure_policy(job)  # trainop.dev/ annotations (docs/failure-policy.md)
+    errs += template_errors(job, reported=errs)  # core/v1 schema of every pod template (api/podschema.py)
     return errs
 
 

@@ -187,8 +187,6 @@ def test_mpijob_admission(obj: dict[str, Any], want: dict[str, Any]) -> None:
     assert build_admission_response(review(obj), "MPIJob") == want
 
 
-# Strict: passes (and so fails here) once the check lands; then drop this marker.
-@pytest.mark.xfail(strict=True, reason="issue 10 part D: core/v1 pod-template schema check not in api yet")
 @pytest.mark.parametrize("kind", ["PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob"])
 def test_env_that_is_not_a_list_is_denied_with_its_path(kind: str) -> None:
     """Part of the Kubernetes core/v1 schema check in trainop.api.validation (issue 10, finding 7)."""
