@@ -1,11 +1,17 @@
-"""trainop's Python SDK: kubeflow-training's ``TrainingClient`` API over the local or Kubernetes backend.
+"""trainop's Python SDK: kubeflow-training's public names over the local or Kubernetes backend.
 
-``from kubeflow.training import X`` becomes ``from trainop.sdk import X`` (``TrainingClient``,
-``constants``, the ``KubeflowOrgV1*`` models); ``from trainop import TrainingClient`` works too.
-Importing this package loads no Kubernetes client: the backend is loaded by the constructor.
+``from kubeflow.training import X`` becomes ``from trainop.sdk import X`` for every name upstream's
+package exports (``TrainingClient``, ``constants``, ``utils``, the ``KubeflowOrgV1*`` models and lists,
+``ApiClient``/``Configuration``/``ApiException``…); docs/sdk.md lists the few module names that differ.
+Importing this package loads no Kubernetes client: those names and the backend load it on first use.
 """
 
-from trainop.sdk import constants
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from trainop.sdk import constants, models, utils
 from trainop.sdk.client import TrainingClient
 from trainop.sdk.errors import (
     AlreadyExistsError,
@@ -18,15 +24,19 @@ from trainop.sdk.errors import (
 from trainop.sdk.models import (
     KubeflowOrgV1ElasticPolicy,
     KubeflowOrgV1JAXJob,
+    KubeflowOrgV1JAXJobList,
     KubeflowOrgV1JAXJobSpec,
     KubeflowOrgV1JobCondition,
     KubeflowOrgV1JobStatus,
     KubeflowOrgV1MPIJob,
+    KubeflowOrgV1MPIJobList,
     KubeflowOrgV1MPIJobSpec,
     KubeflowOrgV1PaddleElasticPolicy,
     KubeflowOrgV1PaddleJob,
+    KubeflowOrgV1PaddleJobList,
     KubeflowOrgV1PaddleJobSpec,
     KubeflowOrgV1PyTorchJob,
+    KubeflowOrgV1PyTorchJobList,
     KubeflowOrgV1PyTorchJobSpec,
     KubeflowOrgV1RDZVConf,
     KubeflowOrgV1ReplicaSpec,
@@ -34,28 +44,52 @@ from trainop.sdk.models import (
     KubeflowOrgV1RunPolicy,
     KubeflowOrgV1SchedulingPolicy,
     KubeflowOrgV1TFJob,
+    KubeflowOrgV1TFJobList,
     KubeflowOrgV1TFJobSpec,
     KubeflowOrgV1XGBoostJob,
+    KubeflowOrgV1XGBoostJobList,
     KubeflowOrgV1XGBoostJobSpec,
     KubeObject,
 )
 
+# Upstream's names that come from kubernetes.client: loaded when first read (the client is slow to import).
+_LAZY_NAMES = {
+    "ApiClient": "api_client",
+    "Configuration": "configuration",
+    "ApiException": "exceptions",
+    "ApiKeyError": "exceptions",
+    "ApiTypeError": "exceptions",
+    "ApiValueError": "exceptions",
+    "OpenApiException": "exceptions",
+}
+_LAZY_MODULES = ("api_client", "configuration", "exceptions", "rest")
+
 __all__ = [
     "AlreadyExistsError",
+    "ApiClient",
+    "ApiException",
+    "ApiKeyError",
+    "ApiTypeError",
+    "ApiValueError",
+    "Configuration",
     "InvalidJobError",
     "JobFailedError",
     "KubeObject",
     "KubeflowOrgV1ElasticPolicy",
     "KubeflowOrgV1JAXJob",
+    "KubeflowOrgV1JAXJobList",
     "KubeflowOrgV1JAXJobSpec",
     "KubeflowOrgV1JobCondition",
     "KubeflowOrgV1JobStatus",
     "KubeflowOrgV1MPIJob",
+    "KubeflowOrgV1MPIJobList",
     "KubeflowOrgV1MPIJobSpec",
     "KubeflowOrgV1PaddleElasticPolicy",
     "KubeflowOrgV1PaddleJob",
+    "KubeflowOrgV1PaddleJobList",
     "KubeflowOrgV1PaddleJobSpec",
     "KubeflowOrgV1PyTorchJob",
+    "KubeflowOrgV1PyTorchJobList",
     "KubeflowOrgV1PyTorchJobSpec",
     "KubeflowOrgV1RDZVConf",
     "KubeflowOrgV1ReplicaSpec",
@@ -63,12 +97,36 @@ __all__ = [
     "KubeflowOrgV1RunPolicy",
     "KubeflowOrgV1SchedulingPolicy",
     "KubeflowOrgV1TFJob",
+    "KubeflowOrgV1TFJobList",
     "KubeflowOrgV1TFJobSpec",
     "KubeflowOrgV1XGBoostJob",
+    "KubeflowOrgV1XGBoostJobList",
     "KubeflowOrgV1XGBoostJobSpec",
     "NotFoundError",
+    "OpenApiException",
     "SDKError",
     "TrainingClient",
     "WaitTimeoutError",
+    "api_client",
+    "configuration",
     "constants",
+    "exceptions",
+    "models",
+    "rest",
+    "utils",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+    elif name in _LAZY_MODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,7 +14,6 @@ import os
 import queue
 import textwrap
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ from typing import Any, TypeVar
 from trainop.api import errors as api_errors
 from trainop.api.errors import FieldError
 from trainop.api.load import load_documents, parse_job
+from trainop.backends.waiting import PollTimeout, poll_until
 from trainop.sdk import constants, utils
 from trainop.sdk.backend import ClientBackend
 from trainop.sdk.errors import (
@@ -422,21 +422,23 @@ class TrainingClient:
         if not expected <= constants.JOB_CONDITIONS:
             # Upstream's words, the whitespace of its line continuation included.
             raise ValueError(
-                f"Expected conditions: {expected_conditions} must be subset of "
+                f"Expected conditions: {_shown(expected_conditions)} must be subset of "
                 f"                    {constants.JOB_CONDITIONS}"
             )
         kind = self._kind(job_kind)
         ns = namespace or self.namespace
-        deadline = time.monotonic() + float(wait_timeout)
-        while True:
+
+        def read() -> Any:
             job = self.get_job(name, ns, kind, timeout)
             conditions = _conditions_of(job)
             if conditions:
                 logger.debug(
                     "%-30.30s %-20.20s %s", name, conditions[-1].type, conditions[-1].last_transition_time
                 )
-            if callback is not None:
-                callback(job)
+            return job
+
+        def done(job: Any) -> bool:
+            conditions = _conditions_of(job)
             true = {c.type for c in conditions if c.status == constants.CONDITION_STATUS_TRUE}
             if constants.JOB_CONDITION_FAILED in true and constants.JOB_CONDITION_FAILED not in expected:
                 raise JobFailedError(
@@ -444,17 +446,24 @@ class TrainingClient:
                     job=job,
                     conditions=conditions,
                 )
-            if true & expected:
-                return job
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            time.sleep(min(float(polling_interval), remaining))
-        raise WaitTimeoutError(
-            f"Timeout waiting for {kind}: {ns}/{name} to reach expected conditions: "
-            f"                {expected_conditions}",
-            job=job,
-        )
+            return bool(true & expected)
+
+        # The one wait loop (backends/waiting.py); callback sees every job read, before the checks,
+        # as upstream's loop calls it.
+        try:
+            return poll_until(
+                read,
+                done,
+                timeout=float(wait_timeout),
+                interval=float(polling_interval),
+                on_poll=callback,
+            )
+        except PollTimeout as e:
+            raise WaitTimeoutError(
+                f"Timeout waiting for {kind}: {ns}/{name} to reach expected conditions: "
+                f"                {_shown(expected_conditions)}",
+                job=e.last,
+            ) from None
 
     # ------------------------------------------------------------------------------------------------
     # pods and logs
@@ -869,7 +878,8 @@ def build_create_request(
         for key, value in given.items():
             if value is not None:
                 raise ValueError(
-                    f"If `job` is set only `namespace` argument is allowed. Argument `{key}` must be None."
+                    "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. "
+                    f"Argument `{key}` must be None."
                 )
         obj = build_job_dict(job)
         kind = _checked_kind(obj.get("kind"))
@@ -888,8 +898,8 @@ def build_create_request(
             raise ValueError(f"At least one Worker for {kind} must be set")
         if len(volumes or []) != len(volume_mounts or []):
             raise ValueError(
-                f"volumes and volume_mounts must have the same length, got {len(volumes or [])} "
-                f"volumes and {len(volume_mounts or [])} volume_mounts"
+                "Volumes and VolumeMounts must be the same length: "
+                f"{len(volumes or [])} vs. {len(volume_mounts or [])}"
             )
         script = None
         if train_func is not None:
@@ -979,6 +989,11 @@ def _merge(meta: dict[str, Any], key: str, values: Mapping[str, str] | None) -> 
     if values:
         current = meta.get(key) or {}
         meta[key] = {**current, **{str(k): str(v) for k, v in values.items()}}
+
+
+def _shown(conditions: Any) -> Any:
+    """``expected_conditions`` as upstream prints it: its default is a set (ours a frozenset, immutable)."""
+    return set(conditions) if isinstance(conditions, frozenset) else conditions
 
 
 def _conditions_of(job: Any) -> list[Any]:

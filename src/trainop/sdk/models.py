@@ -290,8 +290,8 @@ class KubeflowOrgV1JobCondition(OpenAPIModel):
         last_update_time: Any = None,
         message: Any = None,
         reason: Any = None,
-        status: Any = None,
-        type: Any = None,
+        status: Any = "",
+        type: Any = "",
         local_vars_configuration: Any = None,
     ) -> None:
         self._init(locals())

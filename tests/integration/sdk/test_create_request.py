@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from trainop.api.errors import InvalidJobError
 from trainop.sdk import (
-    InvalidJobError,
     KubeflowOrgV1PyTorchJob,
     KubeflowOrgV1PyTorchJobSpec,
     KubeflowOrgV1ReplicaSpec,
@@ -330,13 +330,13 @@ def test_build_create_request(args: dict[str, Any], want: Any, want_isolated: bo
         pytest.param(
             dict(job=K8S_MODEL_JOB, name="x"),
             ValueError,
-            "If `job` is set only `namespace` argument is allowed. Argument `name` must be None.",
+            "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. Argument `name` must be None.",
             id="job plus name",
         ),
         pytest.param(
             dict(job=K8S_MODEL_JOB, volumes=[]),
             ValueError,
-            "If `job` is set only `namespace` argument is allowed. Argument `volumes` must be None.",
+            "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. Argument `volumes` must be None.",
             id="job plus volumes",
         ),
         pytest.param(
@@ -378,7 +378,7 @@ def test_build_create_request(args: dict[str, Any], want: Any, want_isolated: bo
         pytest.param(
             dict(name="x", train_func=no_args_fn, volumes=[{"name": "v", "emptyDir": {}}]),
             ValueError,
-            "volumes and volume_mounts must have the same length, got 1 volumes and 0 volume_mounts",
+            "Volumes and VolumeMounts must be the same length: 1 vs. 0",
             id="volumes without mounts",
         ),
         pytest.param(
@@ -387,7 +387,7 @@ def test_build_create_request(args: dict[str, Any], want: Any, want_isolated: bo
             ),
             InvalidJobError,
             "PyTorchJob 'x' is invalid: spec.pytorchReplicaSpecs: ",
-            id="malformed job: InvalidJobError (a ValueError) with the field path",
+            id="malformed job: trainop.api InvalidJobError (a ValueError, before any request) with the field path",
         ),
         pytest.param(
             dict(job=42),

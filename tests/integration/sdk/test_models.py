@@ -9,10 +9,9 @@ import pytest
 from kubernetes import client as k8s
 from lightkube.models.core_v1 import Container, EnvVar
 
-from trainop.api.kinds import PyTorchJob
-from trainop.sdk import KubeflowOrgV1PyTorchJob, KubeObject
+from trainop.sdk import KubeflowOrgV1PyTorchJob, KubeflowOrgV1PyTorchJobList, KubeObject
 from trainop.sdk.local import build_merge_patch
-from trainop.sdk.models import build_plain
+from trainop.sdk.models import build_job_model, build_plain
 
 
 @pytest.mark.parametrize(
@@ -81,12 +80,57 @@ def test_build_merge_patch(target: dict[str, Any], patch: dict[str, Any], want: 
     assert build_merge_patch(target, patch) == want
 
 
-def test_sdk_models_are_api_models() -> None:
-    job = KubeflowOrgV1PyTorchJob.model_validate(
-        {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"}, "spec": {}}
+JOB_JSON = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": {"name": "x", "namespace": "ns", "creationTimestamp": "2024-01-02T03:04:05Z"},
+    "spec": {
+        "runPolicy": {"schedulingPolicy": {"minAvailable": 2}},
+        "pytorchReplicaSpecs": {
+            "Master": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "pytorch", "image": "img", "args": ["a"]}]}},
+            }
+        },
+    },
+    "status": {"conditions": [{"type": "Created", "status": "True", "reason": "r"}]},
+}
+
+
+def test_job_json_becomes_upstreams_model_shape() -> None:
+    job = build_job_model(JOB_JSON)
+    template = job.spec.pytorch_replica_specs["Master"].template
+    got = (
+        type(job),
+        type(job.metadata),
+        type(template),
+        template.spec.containers[0].image,
+        job._metadata.name,
+        job.metadata.creation_timestamp,
+        job.spec.run_policy.scheduling_policy.min_available,
+        job.status.conditions[0].type,
     )
-    assert (isinstance(job, PyTorchJob), job.metadata.name, job.to_dict()["kind"]) == (
-        True,
+    want = (
+        KubeflowOrgV1PyTorchJob,
+        k8s.V1ObjectMeta,
+        k8s.V1PodTemplateSpec,
+        "img",
         "x",
-        "PyTorchJob",
+        datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC),
+        2,
+        "Created",
     )
+    assert got == want
+
+
+def test_job_model_to_dict_is_snake_case_and_converts_back() -> None:
+    job = build_job_model(JOB_JSON)
+    master = job.to_dict()["spec"]["pytorch_replica_specs"]["Master"]
+    assert master["template"]["spec"]["containers"][0]["image"] == "img"
+    assert "image_pull_policy" in master["template"]["spec"]["containers"][0]
+    assert build_plain(job) == {**JOB_JSON, "metadata": {**JOB_JSON["metadata"]}}
+
+
+def test_job_model_required_fields_as_upstream() -> None:
+    with pytest.raises(ValueError, match=r"Invalid value for `items`, must not be `None`"):
+        KubeflowOrgV1PyTorchJobList(items=None)
