@@ -138,6 +138,14 @@ class LocalJobBackend:
     def close(self) -> None:
         self.local.close()
 
+    def _exists(self, namespace: str, name: str) -> bool:
+        """Whether a job of any kind has that name (names are unique across kinds locally)."""
+        try:
+            self.local.get(name, namespace)
+        except JobNotFoundError:
+            return False
+        return True
+
     def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
         """Run ``fn``; failures become the SDK's typed errors chained to the ``ApiException`` the API
         server would have answered with (404, 409, 422, 500), so both backends read alike."""
@@ -192,7 +200,7 @@ class LocalJobBackend:
             str(obj["kind"]),
         )
         # Checked first: a venv must never be made over the state of an existing job of that name.
-        if self.local.store.find_job(ns, name) is not None:
+        if self._exists(ns, name):
             self._call("create", kind, ns, name, lambda: _raise(JobAlreadyExistsError(name, ns, kind)))
         self._call("create", kind, ns, name, lambda: self.local.prepare(obj))
         target = self.local.paths.job_dir(ns, name) / JOB_PYTHON_DIR
@@ -203,10 +211,8 @@ class LocalJobBackend:
             install_packages(bindir / "python", packages_to_install, pip_index_url)
         except (OSError, StopIteration, subprocess.SubprocessError, RuntimeError) as e:
             shutil.rmtree(target, ignore_errors=True)
-            raise SDKError(
-                f"Failed to create {kind}: {ns}/{name}. Error: cannot prepare its Python environment: {e}",
-                detail=str(e),
-            ) from None
+            detail = f"cannot prepare its Python environment: {e}"
+            raise SDKError(f"Failed to create {kind}: {ns}/{name}. Error: {detail}", detail=detail) from None
         env = dict(self.local.env)
         env["PATH"] = os.pathsep.join(
             [str(bindir), str(Path(sys.executable).parent), env.get("PATH", os.defpath)]
@@ -217,7 +223,7 @@ class LocalJobBackend:
         try:
             job = self._call("create", kind, ns, name, lambda: submitter.submit(obj, namespace=ns))
         except BaseException:
-            if self.local.store.find_job(ns, name) is None:
+            if not self._exists(ns, name):
                 shutil.rmtree(target, ignore_errors=True)
             raise
         finally:
@@ -273,7 +279,7 @@ class LocalJobBackend:
         self, namespace: str, labels: Mapping[str, str], *, timeout: float | None = None
     ) -> list[dict[str, Any]]:
         job = labels.get(constants.JOB_NAME_LABEL)
-        names = [job] if job else [r.name for r in self.local.store.list_jobs(namespace)]
+        names = [job] if job else [j.name for j in self.local.list_jobs(namespace)]
         pods: list[dict[str, Any]] = []
         for n in names:
             with contextlib.suppress(JobNotFoundError):
@@ -309,19 +315,23 @@ class LocalJobBackend:
 
     def list_events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for row in self.local.store.list_jobs(namespace):
-            for i, ev in enumerate(self.local.store.list_events(row.uid)):
+        for job in self.local.list_jobs(namespace):
+            try:
+                events = self.local.describe(job.name, namespace).events
+            except JobNotFoundError:  # deleted since it was listed
+                continue
+            for i, ev in enumerate(events):
                 out.append(
                     {
                         "metadata": {
-                            "name": f"{row.name}.{i}",
+                            "name": f"{job.name}.{i}",
                             "namespace": namespace,
                             "creationTimestamp": rfc3339(ev.first_ts),
                         },
                         "involvedObject": {
                             "apiVersion": constants.API_VERSION,
-                            "kind": row.kind,
-                            "name": row.name,
+                            "kind": job.kind,
+                            "name": job.name,
                             "namespace": namespace,
                         },
                         "type": ev.type,
