@@ -444,3 +444,52 @@ def test_ctrl_c_keeps_the_job_and_its_logs(home: Path, tmp_path: Path) -> None:
     }, term.text
     backend.close()
     assert (run_cli("delete", "keep").returncode, run_cli("get", "keep").returncode) == (0, 3)
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_the_ddp_demos_script_trains_without_yaml(home: Path) -> None:
+    """The README's torchrun-style line on the DDP demo's script, from the repository root: a
+    PyTorchJob of 2 nodes x 2 processes (torchrun reads the PET_* variables), its generated name
+    printed, rank 0's accuracy shown, Succeeded; the job is a real one (`get` lists it)."""
+    pytest.importorskip("torch", reason="make e2e-deps installs torch into .venv")
+    term = Terminal(
+        "run",
+        "examples/pytorch/ddp-digits/train.py",
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "2",
+        "-e",
+        "EPOCHS=12",
+        cwd=REPO,
+    )
+    code = term.wait(timeout=300)
+    screen = term.screen()
+    name = next(
+        (
+            m.group(1)
+            for line in screen
+            if (m := re.fullmatch(r"pytorchjob\.kubeflow\.org/(train-[a-z0-9]{5}) created", line))
+        ),
+        None,
+    )
+    got = {
+        "rc": code,
+        "name printed": name is not None,
+        "world": "master-0 | world size 4: 336 training samples per replica, 450 test samples" in screen,
+        "epochs (-e)": sum(bool(re.match(r"master-0 \| epoch +\d+/12 ", line)) for line in screen),
+        "trained": any(re.fullmatch(r"master-0 \| final test accuracy: 0\.9\d+", line) for line in screen),
+        "verdict": any(re.fullmatch(rf"PyTorchJob {name} Succeeded after [\d.]+s", line) for line in screen),
+        "state": run_cli("get", str(name), "-o", "jsonpath={.status.conditions[-1].type}").stdout,
+    }
+    assert got == {
+        "rc": 0,
+        "name printed": True,
+        "world": True,
+        "epochs (-e)": 12,
+        "trained": True,
+        "verdict": True,
+        "state": "Succeeded",
+    }, "\n".join(screen)
