@@ -13,6 +13,8 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 from pydantic.alias_generators import to_camel
 
+from trainop.api.errors import FieldError
+
 # Kubernetes rejects a string where an integer or a boolean belongs (`replicas: "2"`), and bounds
 # int32/int64 fields; these types do the same. ``format`` carries into the generated CRDs.
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1, json_schema_extra={"format": "int32"})]
@@ -130,6 +132,29 @@ class JobSpec(KubeModel):
     replica_field: ClassVar[str] = ""
 
     run_policy: RunPolicy | None = None
+
+    # Kind hooks: what a kind does beyond the rules every kind shares (api/defaults.py and
+    # api/validation.py call them, so they never name a kind). Each kind's spec model overrides them.
+
+    def default_fields(self) -> None:
+        """§1.4 for the kind's own fields (successPolicy, elasticPolicy …) on a fresh shallow copy of
+        the spec whose replica specs are already defaulted; copy a nested model before changing it."""
+
+    def upstream_errors(self, job: TrainingJob, old: TrainingJob | None) -> list[FieldError]:
+        """Upstream's admission rules for the kind (§2.2-§2.4) on the undefaulted ``job``."""
+        return []
+
+    def field_errors(self) -> list[FieldError]:
+        """trainop's checks of the kind's own fields, which upstream lacks (docs/compatibility.md)."""
+        return []
+
+    def deprecations(self) -> list[str]:
+        """Admission warnings for deprecated fields the spec sets."""
+        return []
+
+    def scaled_replicas(self, rtype: str) -> int | None:
+        """The most pods of ``rtype`` the job may scale up to (elastic maxReplicas), if more than set."""
+        return None
 
 
 class TrainingJob(KubeModel):

@@ -28,15 +28,6 @@ _QUANTITY: dict[str, Any] = {
 }
 _OPAQUE: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
 
-_FRAMEWORK_NAMES = {
-    "PyTorchJob": "PyTorch",
-    "TFJob": "TensorFlow",
-    "XGBoostJob": "XGBoost",
-    "MPIJob": "MPI",
-    "PaddleJob": "PaddlePaddle",
-    "JAXJob": "JAX",
-}
-
 # Descriptions for `kubectl explain`, by path (``*`` = any map key). Our wording, upstream's facts.
 _DESCRIPTIONS: dict[str, str] = {
     "spec": "The desired state of the job.",
@@ -78,7 +69,7 @@ def build_crd(kind: str) -> dict[str, Any]:
     model = JOB_MODELS[kind]
     raw = model.model_json_schema(by_alias=True, mode="validation")
     schema = _Converter(raw.get("$defs", {})).convert(raw, "")
-    schema["description"] = f"A {kind}: distributed {_FRAMEWORK_NAMES[kind]} training (kubeflow.org/v1)."
+    schema["description"] = f"A {kind}: distributed {info.title} training (kubeflow.org/v1)."
     props = schema["properties"]
     props["metadata"] = {"type": "object"}  # the API server owns ObjectMeta's schema
     props["spec"]["required"] = [info.replica_map]  # §1.1: only the replica map is required
@@ -111,8 +102,8 @@ def build_crd(kind: str) -> dict[str, Any]:
                     "name": VERSION,
                     "served": True,
                     "storage": True,
-                    # §1.1: MPIJob lists Age first.
-                    "additionalPrinterColumns": [age, state] if kind == "MPIJob" else [state, age],
+                    # §1.1: some kinds (MPIJob) list Age first.
+                    "additionalPrinterColumns": [age, state] if info.age_column_first else [state, age],
                     "schema": {"openAPIV3Schema": schema},
                     "subresources": subresources,
                 }

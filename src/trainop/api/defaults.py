@@ -7,57 +7,33 @@ input: treat both as read-only. Pure: no I/O; called by core on every reconcile 
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from trainop.api.common import ReplicaSpec, RunPolicy, TrainingJob
 from trainop.api.constants import CLEAN_NONE
-from trainop.api.kinds import (
-    KIND_INFO,
-    ElasticPolicy,
-    KindInfo,
-    MPIJobSpec,
-    PaddleElasticPolicy,
-    PaddleJobSpec,
-    PyTorchJobSpec,
-    TFJobSpec,
-)
-
-# §1.3: PyTorch's nprocPerNode default.
-DEFAULT_NPROC_PER_NODE = "auto"
-# §1.4 step 4: MPI defaults replicas per type (Launcher 1, Worker 0) and leaves other keys alone.
-_MPI_DEFAULT_REPLICAS = {"Launcher": 1, "Worker": 0}
-
-_Elastic = TypeVar("_Elastic", ElasticPolicy, PaddleElasticPolicy)
-_Model = TypeVar("_Model", bound=BaseModel)
+from trainop.api.kinds import KIND_INFO, KindInfo
+from trainop.api.rules import copy_model
 
 
 def apply_defaults(job: TrainingJob) -> TrainingJob:
-    """The job with upstream's in-memory defaults applied (§1.4); ``job`` itself is left untouched."""
+    """The job with upstream's in-memory defaults applied (§1.4); ``job`` itself is left untouched.
+
+    Steps 3-5 (replica keys, replicas, restartPolicy, port) follow the kind's ``KindInfo`` row; the
+    kind's own fields (MPI's cleanPodPolicy sync, TF's successPolicy, elastic bounds, nprocPerNode)
+    are its spec model's ``default_fields``."""
     info = KIND_INFO[job.kind]
-    spec = _copy(job.spec)
-    out = _copy(job)
+    spec = copy_model(job.spec)
+    out = copy_model(job)
     out.spec = spec
-
-    # Step 1: runPolicy.cleanPodPolicy nil → None (MPI syncs its deprecated spec.cleanPodPolicy too).
-    run_policy = _copy(spec.run_policy) if spec.run_policy is not None else RunPolicy()
+    run_policy = copy_model(spec.run_policy) if spec.run_policy is not None else RunPolicy()
     spec.run_policy = run_policy
-    if isinstance(spec, MPIJobSpec):
-        _default_mpi_clean_pod_policy(spec, run_policy)
-    elif run_policy.clean_pod_policy is None:
-        run_policy.clean_pod_policy = CLEAN_NONE
-
-    # Step 2: TFJob successPolicy nil → "" (the default: success follows worker 0 / chief).
-    if isinstance(spec, TFJobSpec) and spec.success_policy is None:
-        spec.success_policy = ""
 
     # Steps 3-5: replica keys, replicas, restartPolicy, default port.
     field = type(spec).replica_field
     replica_specs: dict[str, ReplicaSpec] | None = getattr(spec, field, None)
     if replica_specs is not None:
-        if isinstance(spec, MPIJobSpec):
-            replica_specs = _default_mpi_replicas(replica_specs, info)
+        if info.replica_defaults:
+            replica_specs = _default_listed_replicas(replica_specs, info)
         else:
             replica_specs = {
                 key: _default_replica(rs, info, 1, add_port=True)
@@ -65,19 +41,10 @@ def apply_defaults(job: TrainingJob) -> TrainingJob:
             }
         setattr(spec, field, replica_specs)
 
-    # Step 6: elastic min/max (PyTorch and Paddle); two branches so mypy keeps each policy's type.
-    if isinstance(spec, PyTorchJobSpec) and spec.elastic_policy is not None:  # noqa: SIM114
-        spec.elastic_policy = _default_elastic_policy(spec.elastic_policy, replica_specs)
-    elif isinstance(spec, PaddleJobSpec) and spec.elastic_policy is not None:
-        spec.elastic_policy = _default_elastic_policy(spec.elastic_policy, replica_specs)
-
-    # Step 7: PyTorch nprocPerNode nil (and no deprecated elasticPolicy.nProcPerNode) → "auto".
-    if (
-        isinstance(spec, PyTorchJobSpec)
-        and spec.nproc_per_node is None
-        and (spec.elastic_policy is None or spec.elastic_policy.n_proc_per_node is None)
-    ):
-        spec.nproc_per_node = DEFAULT_NPROC_PER_NODE
+    # The kind's own fields (steps 1, 2, 6, 7), then step 1: runPolicy.cleanPodPolicy nil → None.
+    spec.default_fields()
+    if run_policy.clean_pod_policy is None:
+        run_policy.clean_pod_policy = CLEAN_NONE
     return out
 
 
@@ -106,18 +73,6 @@ def container_port(spec: ReplicaSpec, info: KindInfo, port_name: str | None = No
     return None
 
 
-def _default_mpi_clean_pod_policy(spec: MPIJobSpec, run_policy: RunPolicy) -> None:
-    # §1.4 step 1 for MPI: both nil → both None; then the controller syncs the two fields,
-    # runPolicy.cleanPodPolicy winning when it is set.
-    if spec.clean_pod_policy is None and run_policy.clean_pod_policy is None:
-        spec.clean_pod_policy = CLEAN_NONE
-        run_policy.clean_pod_policy = CLEAN_NONE
-        return
-    chosen = run_policy.clean_pod_policy if run_policy.clean_pod_policy is not None else spec.clean_pod_policy
-    spec.clean_pod_policy = chosen
-    run_policy.clean_pod_policy = chosen
-
-
 def _normalise_keys(specs: dict[str, ReplicaSpec], canonical: tuple[str, ...]) -> dict[str, ReplicaSpec]:
     """§1.4 step 3: ``worker`` → ``Worker``, ``ps`` → ``PS`` …; unknown keys are kept as written.
 
@@ -142,7 +97,7 @@ def _default_replica(rs: ReplicaSpec, info: KindInfo, replicas: int, *, add_port
     template = _with_default_port(rs.template, info) if add_port else rs.template
     if not (need_replicas or need_restart or template is not rs.template):
         return rs
-    new = _copy(rs)
+    new = copy_model(rs)
     if need_replicas:
         new.replicas = replicas
     if need_restart:
@@ -152,12 +107,12 @@ def _default_replica(rs: ReplicaSpec, info: KindInfo, replicas: int, *, add_port
     return new
 
 
-def _default_mpi_replicas(specs: dict[str, ReplicaSpec], info: KindInfo) -> dict[str, ReplicaSpec]:
-    # §1.4: MPI keys are not normalised, only Launcher/Worker are defaulted, and no port is added (§9.13).
+def _default_listed_replicas(specs: dict[str, ReplicaSpec], info: KindInfo) -> dict[str, ReplicaSpec]:
+    # §1.4 for a kind with its own replica defaults (MPI: Launcher 1, Worker 0): keys are not
+    # normalised, only the listed types are defaulted, and no port is added (§9.13).
+    wanted = dict(info.replica_defaults)
     return {
-        key: _default_replica(rs, info, _MPI_DEFAULT_REPLICAS[key], add_port=False)
-        if key in _MPI_DEFAULT_REPLICAS
-        else rs
+        key: _default_replica(rs, info, wanted[key], add_port=False) if key in wanted else rs
         for key, rs in specs.items()
     }
 
@@ -194,31 +149,3 @@ def _with_default_port(template: dict[str, Any], info: KindInfo) -> dict[str, An
     new_containers = [*containers]
     new_containers[index] = new_container
     return {**template, "spec": {**pod_spec, "containers": new_containers}}
-
-
-def _default_elastic_policy(elastic: _Elastic, replica_specs: dict[str, ReplicaSpec] | None) -> _Elastic:
-    # §1.4 step 6: only max → min = max; only min → max = min; neither → both = Worker.replicas.
-    if elastic.min_replicas is not None and elastic.max_replicas is not None:
-        return elastic
-    new = _copy(elastic)
-    if new.max_replicas is not None:
-        new.min_replicas = new.max_replicas
-    elif new.min_replicas is not None:
-        new.max_replicas = new.min_replicas
-    elif replica_specs is not None and "Worker" in replica_specs:
-        # Upstream would panic without a Worker spec; the webhook requires one, so we leave both unset.
-        new.min_replicas = new.max_replicas = replica_specs["Worker"].replicas
-    return new
-
-
-def _copy(model: _Model) -> _Model:
-    """A shallow copy of a pydantic model: what ``model_copy()`` makes, at a third of its cost (this runs
-    several times per reconcile pass). Nested models, lists and dicts are shared, not copied."""
-    new = model.__class__.__new__(model.__class__)
-    extra = model.__pydantic_extra__
-    private = model.__pydantic_private__
-    object.__setattr__(new, "__dict__", model.__dict__.copy())
-    object.__setattr__(new, "__pydantic_extra__", None if extra is None else extra.copy())
-    object.__setattr__(new, "__pydantic_fields_set__", model.__pydantic_fields_set__.copy())
-    object.__setattr__(new, "__pydantic_private__", None if private is None else private.copy())
-    return new

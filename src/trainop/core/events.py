@@ -15,29 +15,16 @@ from trainop.core.pods import compute_restart_count, detect_name, detect_uid
 NORMAL: Final[Literal["Normal"]] = "Normal"
 WARNING: Final[Literal["Warning"]] = "Warning"
 
-# Kinds whose TTL deletion reuses the pod-deletion reasons (§4.9).
-_TTL_POD_REASON_KINDS = frozenset({"PyTorchJob", "PaddleJob", "JAXJob"})
-
-_MPI = "MPIJob"
-_MPI_LAUNCHER = "launcher"
-
 
 def build_create_action(info: KindInfo, obj: dict[str, Any]) -> CreateObject:
-    """CreateObject with SuccessfulCreatePod/Service or FailedCreatePod/Service (§6.3); MPI's worker
-    and launcher pods use their own messages (§3.9). Other kinds of object carry no event."""
+    """CreateObject with SuccessfulCreatePod/Service or FailedCreatePod/Service (§6.3); a launcher's
+    kind words its pods' events itself (``Launcher.build_pod_events``). Other objects carry no event."""
     kind = obj.get("kind")
     name = detect_name(obj)
     if kind == "Pod":
-        if info.kind == _MPI and name.endswith(f"-{_MPI_LAUNCHER}"):
-            return CreateObject(
-                obj,
-                done=Event(NORMAL, "MPIJobRunning", f"launcher pod created success: {name}"),
-                on_error=Event(WARNING, "MPIJobFailed", f"launcher pod created failed: {ERROR_PLACEHOLDER}"),
-            )
-        what = "worker pod" if info.kind == _MPI else "pod"
         return CreateObject(
             obj,
-            done=Event(NORMAL, "SuccessfulCreatePod", f"Created {what}: {name}"),
+            done=Event(NORMAL, "SuccessfulCreatePod", f"Created pod: {name}"),
             on_error=Event(WARNING, "FailedCreatePod", f"Error creating: {ERROR_PLACEHOLDER}"),
         )
     if kind == "Service":
@@ -67,9 +54,9 @@ def build_delete_action(kind: str, name: str) -> DeleteObject:
 
 
 def build_delete_job_action(info: KindInfo, name: str) -> DeleteJob:
-    """TTL deletion (§4.9): SuccessfulDeleteJob/FailedDeleteJob, or the pod reasons for PyTorch,
-    Paddle and JAX (upstream reuses them there)."""
-    noun = "Pod" if info.kind in _TTL_POD_REASON_KINDS else "Job"
+    """TTL deletion (§4.9): SuccessfulDelete<noun>/FailedDelete<noun>, the noun the kind's row names
+    (upstream reuses the pod reasons for some kinds)."""
+    noun = info.ttl_event_noun
     return DeleteJob(
         done=Event(NORMAL, f"SuccessfulDelete{noun}", f"Deleted job: {name}"),
         on_error=Event(WARNING, f"FailedDelete{noun}", f"Error deleting: {ERROR_PLACEHOLDER}"),

@@ -27,8 +27,6 @@ VOLCANO_DEFAULT_QUEUE = "default"
 # Volcano's PodGroup phases: pods are created only once the group left Pending (§5).
 PHASE_PENDING = "Pending"
 
-REASON_OTHER_SCHEDULER = "SetPodTemplateSchedulerName"
-REASON_OTHER_SCHEDULER_MPI = "SettedPodTemplateSchedulerName"
 MESSAGE_OTHER_SCHEDULER = (
     "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten"
 )
@@ -176,7 +174,7 @@ def build_pod_decoration(
     if not current:
         spec["schedulerName"] = gang.scheduler_name
     elif current != gang.scheduler_name:
-        reason = REASON_OTHER_SCHEDULER_MPI if job.kind == "MPIJob" else REASON_OTHER_SCHEDULER
+        reason = KIND_INFO[job.kind].scheduler_name_reason  # MPI spells it its own way (§5)
         event = Event("Warning", reason, MESSAGE_OTHER_SCHEDULER, key=f"{reason}/{rtype}")
     if gang.volcano:
         annotations = meta.setdefault("annotations", {})

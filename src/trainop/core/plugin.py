@@ -1,19 +1,21 @@
 """The small Protocol every framework plugin implements (re-exported by ``trainop.frameworks.base``), plus the shared data it exchanges with core.
 
-A plugin knows its kind's replica types, default container and port, the env vars and files it
-injects (§3.3-§3.9), the master-role rule (§3.1), its extra validation (§2.3) and its success/failure
-rule (§4.4). Pure: no I/O, no clock, no Kubernetes client.
+``FrameworkPlugin`` is what core calls on every kind (names, labels, the pod, the §4.4 status rule);
+what only some kinds do is a small capability Protocol (extra objects, a launcher, the local
+backend's env) asked with ``isinstance``, so core and the backends never test a kind's name. A kind's
+admission rules and defaults are its spec model's hooks (``trainop.api.common.JobSpec``); the static
+facts, quirks included, its ``KindInfo`` row. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from trainop.api.common import TrainingJob
-from trainop.api.errors import FieldError
 from trainop.api.kinds import KindInfo
+from trainop.core.plan import Event
 from trainop.core.topology import Topology
 
 
@@ -59,37 +61,23 @@ class ConditionUpdate:
 
 
 class FrameworkPlugin(Protocol):
-    """What the core needs from a framework. ``job`` is always the DEFAULTED job (§1.4)."""
+    """What core calls on every kind. ``job`` is always the DEFAULTED job (§1.4).
+
+    Everything else a kind may do is an optional capability below, asked with ``isinstance`` (the
+    Protocols are runtime-checkable): core and the backends never test a kind's name.
+    """
 
     info: KindInfo
-    # MPI (§3.9) creates no Services and has its own pod/restart logic.
-    creates_services: bool
-    restarts_failed_pods: bool  # generic §4.5 restart path (False for MPI)
-
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        """Upstream's admission rules for the kind (§2.2-§2.4) on the UNDEFAULTED job
-        (``trainop.api.validation.validate_<kind>``)."""
-        ...
 
     def replica_indices(self, job: TrainingJob, rtype: str) -> range:
-        """Indices of the pods that should exist for this type (MPI's Launcher: always ``range(1)``)."""
+        """Indices of the pods that should exist for this type (a launcher: ``range(1)``)."""
         ...
 
     def pod_name(self, job: TrainingJob, rtype: str, index: int) -> str: ...
 
-    def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool: ...
-
     def pod_labels(self, job: TrainingJob, rtype: str, index: int) -> dict[str, str]:
-        """The operator's labels for pod ``rtype``/``index`` (§3.1; MPI's launcher has no
-        replica-index, §3.9), to lay over the template's labels."""
-        ...
-
-    def declared_port(self, job: TrainingJob, rtype: str) -> int:
-        """The port ``rtype``'s default container declares (kind's port name), else the default port."""
-        ...
-
-    def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:
-        """EnvVar dicts appended to the containers the kind injects into (§3.3)."""
+        """The operator's labels for pod ``rtype``/``index`` (§3.1; a launcher has no replica-index,
+        §3.9), to lay over the template's labels."""
         ...
 
     def customize_pod(
@@ -97,16 +85,6 @@ class FrameworkPlugin(Protocol):
     ) -> None:
         """Add env, init containers, volumes, default commands to ``pod`` (a fresh Pod dict built by
         core from the template, with name, labels and restartPolicy already set)."""
-        ...
-
-    def build_extra_objects(
-        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
-    ) -> list[dict[str, Any]]:
-        """Other owned objects to create, or to replace when their content drifted: MPI's
-        ServiceAccount, ConfigMap, Role and RoleBinding (until the launcher finishes), PyTorch's HPA
-        (when ``elasticPolicy.metrics`` is set); [] for the rest. Each carries its namespace and the
-        job's controller ownerReference. An object missing from the list is NOT a request to delete
-        it (MPI's objects outlive the launcher; the HPA's removal on suspend is core's, §4.10)."""
         ...
 
     def compute_conditions(
@@ -122,3 +100,81 @@ class FrameworkPlugin(Protocol):
         absent); ``pods`` are the job's pods (TF reads worker 0's exit code, MPI the launcher's phase).
         """
         ...
+
+
+@runtime_checkable
+class ExtraObjects(Protocol):
+    """The kind owns objects besides pods and Services (MPI's RBAC and ConfigMap, PyTorch's HPA)."""
+
+    # Kubernetes kinds of those objects (the operator watches them), and whether they carry the
+    # ``app`` label the operator can select them by server-side (§3.9) or must be filtered after decoding.
+    owned_kinds: tuple[str, ...]
+    owned_labelled: bool
+
+    def build_extra_objects(
+        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
+    ) -> list[dict[str, Any]]:
+        """Owned objects to create, or to replace when their content drifted. Each carries its
+        namespace and the job's controller ownerReference. An object missing from the list is NOT a
+        request to delete it (MPI's objects outlive the launcher; the HPA's removal on suspend is
+        core's, §4.10)."""
+        ...
+
+
+@runtime_checkable
+class Launcher(Protocol):
+    """One launcher pod drives the others (MPI, §3.9): the kind creates no Services, core's §4.5
+    restart path leaves its failed pods alone (§4.4), and its pods' create events are its own."""
+
+    def build_pod_events(self, job: TrainingJob, rtype: str, name: str) -> tuple[Event, Event]:
+        """(done, on_error) events of creating pod ``name`` of ``rtype`` (§6.3)."""
+        ...
+
+
+@runtime_checkable
+class LocalEnv(Protocol):
+    """What the local backend adds to a replica's environment so the framework's traffic stays on one
+    machine (loopback addresses, a private TMPDIR). Never used on Kubernetes."""
+
+    # Helper init containers the kind injects that have nothing to do on one machine: name → why.
+    local_noop_helpers: Mapping[str, str]
+
+    def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
+        """Defaults that keep the framework's own traffic on the loopback address ``pod_ip``, for a
+        container whose environment so far is ``env``; a variable already there is kept."""
+        ...
+
+    def build_local_env(
+        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
+    ) -> dict[str, str]:
+        """Variables to set on top of a container's environment ``env`` (host env + its env list,
+        whose names are ``listed``); a variable the user set is left alone."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """The optional capabilities one plugin has (None: it has not), resolved once per plugin."""
+
+    extra_objects: ExtraObjects | None
+    launcher: Launcher | None
+    local_env: LocalEnv | None
+
+
+# id(plugin) → (plugin, its capabilities); the plugin is held so its id is never reused.
+_CAPABILITIES: dict[int, tuple[FrameworkPlugin, Capabilities]] = {}
+
+
+def capabilities(plugin: FrameworkPlugin) -> Capabilities:
+    """``plugin``'s capabilities, resolved on first use: ``isinstance`` on a runtime Protocol inspects
+    every member, and core asks on every pass."""
+    entry = _CAPABILITIES.get(id(plugin))
+    if entry is not None and entry[0] is plugin:
+        return entry[1]
+    caps = Capabilities(
+        extra_objects=plugin if isinstance(plugin, ExtraObjects) else None,
+        launcher=plugin if isinstance(plugin, Launcher) else None,
+        local_env=plugin if isinstance(plugin, LocalEnv) else None,
+    )
+    _CAPABILITIES[id(plugin)] = (plugin, caps)
+    return caps

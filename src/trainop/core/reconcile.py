@@ -32,7 +32,6 @@ from trainop.api.failure_policy import (
     FailurePolicy,
     build_failure_policy,
 )
-from trainop.api.validation import validate_mpi
 from trainop.core import events as ev
 from trainop.core.gang import (
     POD_GROUP_KIND,
@@ -45,8 +44,8 @@ from trainop.core.gang import (
 )
 from trainop.core.naming import build_owner_reference, build_selector
 from trainop.core.observed import Observed
-from trainop.core.plan import Action, Event, Plan
-from trainop.core.plugin import ConditionUpdate, FrameworkPlugin, ReplicaCounts
+from trainop.core.plan import Action, CreateObject, Event, Plan
+from trainop.core.plugin import ConditionUpdate, FrameworkPlugin, ReplicaCounts, capabilities
 from trainop.core.pods import (
     PHASE_FAILED,
     PHASE_RUNNING,
@@ -186,6 +185,7 @@ class _Pass:
         self.raw = job
         self.observed = observed
         self.plugin = plugin
+        self.caps = capabilities(plugin)
         self.info = plugin.info
         self.topology = topology
         # A naive ``now`` is taken as UTC (stored timestamps are UTC), so comparisons never raise.
@@ -214,7 +214,7 @@ class _Pass:
     # -- the pass ---------------------------------------------------------------------------------
 
     def run(self) -> Plan:
-        if self.kind == "MPIJob" and self._invalid():
+        if not self.info.admission_webhook and self._invalid():
             return self.plan
         self._add_created()
         self.job = apply_defaults(self.raw)
@@ -260,7 +260,7 @@ class _Pass:
         for replica in self.replicas.values():
             if not blocked:
                 self._reconcile_pods(replica)
-            if self.plugin.creates_services:
+            if self.caps.launcher is None:  # a launcher's kind has no Services (§3.9)
                 self._reconcile_services(replica)
         self._requeue_at_deadline()
         return self._done()
@@ -300,9 +300,9 @@ class _Pass:
     # -- steps ----------------------------------------------------------------------------------
 
     def _invalid(self) -> bool:
-        """§2.4: MPIJob has no admission webhook, so upstream validates it on every pass; an invalid one
-        gets a Warning event (its first error, as upstream stops there) and nothing else."""
-        errors = validate_mpi(self.raw)
+        """§2.4: a kind without an admission webhook (MPIJob) is validated by upstream on every pass; an
+        invalid one gets a Warning event (its first error, as upstream stops there) and nothing else."""
+        errors = self.raw.spec.upstream_errors(self.raw, None)
         if not errors:
             return False
         message = f"{self.kind} failed validation because {errors[0].message}"
@@ -607,8 +607,8 @@ class _Pass:
     def _reconcile_failed_pods(self) -> None:
         """§4.5 for every pod that is not already terminating: ExitedWithCode, then the restart policy
         of a Failed pod (recreate it, or fail the job under ExitCode with a permanent code)."""
-        if not self.plugin.restarts_failed_pods:
-            return  # MPI has its own pod logic and never deletes failed pods (§4.4)
+        if self.caps.launcher is not None:
+            return  # a launcher's kind has its own pod logic and never deletes failed pods (§4.4)
         container = self.info.default_container
         namespace = self.job.namespace
         for replica in self.replicas.values():
@@ -718,9 +718,10 @@ class _Pass:
     def _reconcile_extra_objects(self) -> None:
         """Other owned objects (MPI's ServiceAccount, ConfigMap, Role, RoleBinding; the PyTorch HPA):
         created when missing, replaced when their content drifted."""
-        desired = self.plugin.build_extra_objects(self.job, self.observed.pods, self.topology)
-        if not desired:
+        extra = self.caps.extra_objects
+        if extra is None:
             return
+        desired = extra.build_extra_objects(self.job, self.observed.pods, self.topology)
         for obj in desired:
             kind = str(obj.get("kind") or "")
             name = detect_name(obj)
@@ -818,7 +819,12 @@ class _Pass:
             meta = pod["metadata"]
             meta.setdefault("labels", {})[LABEL_RESTART_ATTEMPT] = str(self.restarts.attempt)
             meta.setdefault("annotations", {})[ANNOTATION_EFFECTIVE_FAILURE_POLICY] = self._policy_json()
-        self._act(ev.build_create_action(self.info, pod))
+        launcher = self.caps.launcher
+        if launcher is None:
+            self._act(ev.build_create_action(self.info, pod))
+        else:
+            done, on_error = launcher.build_pod_events(job, replica.rtype, name)
+            self._act(CreateObject(pod, done=done, on_error=on_error))
 
     def _reconcile_services(self, replica: _Replica) -> None:
         """§3.2: one headless Service per replica, never updated; those past ``replicas`` are deleted."""

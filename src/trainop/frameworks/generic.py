@@ -24,7 +24,6 @@ from trainop.api.constants import (
     RESTART_NEVER,
 )
 from trainop.api.defaults import container_port
-from trainop.api.errors import FieldError
 from trainop.api.kinds import KIND_INFO, KindInfo
 from trainop.core.naming import build_replica_labels
 from trainop.core.topology import Topology, replica_name
@@ -226,21 +225,14 @@ class BasePlugin:
     """Generic behaviour shared by every kind; a kind subclasses it and sets ``kind``."""
 
     kind: ClassVar[str] = ""
-    creates_services: bool = True
-    restarts_failed_pods: bool = True
     # §3.3: PYTHONUNBUFFERED=1 and env in every container (False: TF's first `tensorflow` container).
     env_in_every_container: ClassVar[bool] = True
 
-    def __init__(self) -> None:
-        self.info: KindInfo = KIND_INFO[self.kind]
+    def __init__(self, info: KindInfo | None = None) -> None:
+        # A kind beyond the six passes its own row (it registers it with ``register_framework``).
+        self.info: KindInfo = info if info is not None else KIND_INFO[self.kind]
 
     # -- identity and layout (§3.1) --
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        """Upstream's admission rules for the kind (§2.2-§2.4) on the UNDEFAULTED job; each plugin
-        returns ``trainop.api.validation.validate_<kind>`` (trainop's extra checks are
-        ``validate_trainop``, run by ``validate_job``)."""
-        return []
-
     def status_order(self, job: TrainingJob) -> list[str]:
         """Replica types in the order the status rule visits them. Upstream ranges over a Go map
         (random order); we fix the kind's canonical order, then any other keys as written."""
@@ -265,11 +257,6 @@ class BasePlugin:
             self.info, job.name, rtype, index, master=self.is_master_role(job, rtype, index)
         )
 
-    def declared_port(self, job: TrainingJob, rtype: str) -> int:
-        """The port ``rtype``'s default container declares under the kind's port name (§1.4 step 5),
-        else the kind's default port. The local backend allocates one port per replica in its place."""
-        return declared_port(job, rtype, self.info)
-
     # -- pods --
     def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:
         return []
@@ -282,11 +269,6 @@ class BasePlugin:
             inject_env_all(pod, env)
         else:
             inject_env_named(pod, env, self.info.default_container)
-
-    def build_extra_objects(
-        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
-    ) -> list[dict[str, Any]]:
-        return []
 
     # -- status (§4.4) --
     def compute_conditions(

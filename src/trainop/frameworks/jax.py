@@ -4,18 +4,18 @@ of §4.4. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import (
     ENV_COORDINATOR_ADDRESS,
     ENV_COORDINATOR_PORT,
+    ENV_JAX_COORDINATOR_BIND_ADDRESS,
     ENV_NUM_PROCESSES,
     ENV_PROCESS_ID,
 )
-from trainop.api.errors import FieldError
-from trainop.api.validation import validate_jax
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -33,10 +33,10 @@ WORKER = "Worker"
 
 
 class JAXPlugin(BasePlugin):
-    kind: ClassVar[str] = "JAXJob"
+    """Capability: ``LocalEnv`` (the coordinator binds the loopback address)."""
 
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        return validate_jax(job, old)
+    kind: ClassVar[str] = "JAXJob"
+    local_noop_helpers: Mapping[str, str] = MappingProxyType({})
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         return index == 0  # §3.1: Worker-0
@@ -50,6 +50,18 @@ class JAXPlugin(BasePlugin):
             env_var(ENV_NUM_PROCESSES, str(total_replicas(job))),
             env_var(ENV_PROCESS_ID, str(index)),
         ]
+
+    def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
+        """Process 0's coordinator service binds [::]:<port> unless told otherwise (§3.8's port)."""
+        port = env.get(ENV_COORDINATOR_PORT)
+        if port is None or ENV_JAX_COORDINATOR_BIND_ADDRESS in env:
+            return {}
+        return {ENV_JAX_COORDINATOR_BIND_ADDRESS: f"{pod_ip}:{port}"}
+
+    def build_local_env(
+        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
+    ) -> dict[str, str]:
+        return {}
 
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]

@@ -8,7 +8,8 @@ itself (§4.4). Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
@@ -17,16 +18,21 @@ from trainop.api.constants import (
     ENV_I_MPI_HYDRA_BOOTSTRAP_EXEC,
     ENV_NVIDIA_DRIVER_CAPABILITIES,
     ENV_NVIDIA_VISIBLE_DEVICES,
+    ENV_OMPI_BTL_TCP_IF_EXCLUDE,
+    ENV_OMPI_BTL_TCP_IF_INCLUDE,
     ENV_OMPI_HOSTFILE,
+    ENV_OMPI_OOB_TCP_IF_EXCLUDE,
+    ENV_OMPI_OOB_TCP_IF_INCLUDE,
     ENV_OMPI_RSH_AGENT,
+    ENV_TMPDIR,
     LABEL_APP,
     LABEL_REPLICA_INDEX,
+    LOOPBACK_IFNAME,
     RESTART_EXIT_CODE,
 )
-from trainop.api.errors import FieldError
 from trainop.api.kinds import MPIJobSpec
-from trainop.api.validation import validate_mpi
 from trainop.core.naming import build_owner_reference, build_replica_labels
+from trainop.core.plan import ERROR_PLACEHOLDER, Event
 from trainop.core.topology import Topology, replica_name
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -220,12 +226,18 @@ def _phase(pod: Mapping[str, Any] | None) -> str:
 
 
 class MPIPlugin(BasePlugin):
-    kind: ClassVar[str] = "MPIJob"
-    creates_services: bool = False
-    restarts_failed_pods: bool = False
+    """Capabilities: ``Launcher`` (no Services, its own pod logic and create events), ``ExtraObjects``
+    (RBAC and the ConfigMap, selected by their ``app`` label) and ``LocalEnv`` (Open MPI on loopback)."""
 
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        return validate_mpi(job, old)
+    kind: ClassVar[str] = "MPIJob"
+    owned_kinds: tuple[str, ...] = ("ConfigMap", "ServiceAccount", "Role", "RoleBinding")
+    owned_labelled: bool = True
+    # §3.9: kubectl-delivery copies kubectl into /opt/kube for kubexec.sh; locally there is no kubectl exec.
+    local_noop_helpers: Mapping[str, str] = MappingProxyType(
+        {
+            KUBECTL_DELIVERY_NAME: "the local backend's rsh agent replaces kubectl exec, so kubectl is not needed"
+        }
+    )
 
     def __init__(self, kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE) -> None:
         super().__init__()
@@ -371,6 +383,38 @@ class MPIPlugin(BasePlugin):
             build_role_binding(job),
         ]
 
+    def build_pod_events(self, job: TrainingJob, rtype: str, name: str) -> tuple[Event, Event]:
+        """§3.9/§6.3: the launcher's create events are MPIJobRunning/MPIJobFailed; a worker's are the
+        generic reasons with "worker pod" in the message."""
+        if rtype == LAUNCHER:
+            return (
+                Event("Normal", "MPIJobRunning", f"launcher pod created success: {name}"),
+                Event("Warning", "MPIJobFailed", f"launcher pod created failed: {ERROR_PLACEHOLDER}"),
+            )
+        return (
+            Event("Normal", "SuccessfulCreatePod", f"Created worker pod: {name}"),
+            Event("Warning", "FailedCreatePod", f"Error creating: {ERROR_PLACEHOLDER}"),
+        )
+
+    # -- the local backend --
+    def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
+        """mpirun hands its daemons every non-loopback interface to call back on (oob), and the ranks
+        talk over non-loopback interfaces only (btl tcp excludes 127.0.0.1/8 by default): both on lo,
+        unless the user set the list either way (Open MPI refuses include and exclude together)."""
+        out: dict[str, str] = {}
+        for include, exclude in (
+            (ENV_OMPI_OOB_TCP_IF_INCLUDE, ENV_OMPI_OOB_TCP_IF_EXCLUDE),
+            (ENV_OMPI_BTL_TCP_IF_INCLUDE, ENV_OMPI_BTL_TCP_IF_EXCLUDE),
+        ):
+            if include not in env and exclude not in env:
+                out[include] = LOOPBACK_IFNAME
+        return out
+
+    def build_local_env(
+        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
+    ) -> dict[str, str]:
+        return build_mpi_tmpdir(pod, env, listed)
+
     # -- status --
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
@@ -421,6 +465,24 @@ class MPIPlugin(BasePlugin):
         if phase == "Running" and all(_phase(p) == "Running" for p in in_range):
             out.append(_event_only("Normal", "MPIJobRunning", f"MPIJob {ref} is running"))
         return out
+
+
+def build_mpi_tmpdir(
+    pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str]
+) -> dict[str, str]:
+    """A ``TMPDIR`` of its own for each replica of an MPIJob on the local backend (under the host's),
+    unless the container's env list (``listed``) sets one.
+
+    Open MPI puts each daemon's session directory at ``$TMPDIR/ompi.<hostname>.<uid>/jf.<job>``: on a
+    cluster every pod has its own /tmp, but on one machine mpirun and the daemons in the workers
+    would share that tree and race creating and removing it (orted then fails in orte_session_dir:
+    "mkdir … File exists"). A replica's TMPDIR reaches its daemon through the rsh agent; Open MPI
+    creates the directory, and removes what it put in it."""
+    if ENV_TMPDIR in listed:
+        return {}
+    meta = pod.get("metadata") or {}
+    name = meta.get("uid") or f"{meta.get('namespace', 'default')}-{meta.get('name', '')}"
+    return {ENV_TMPDIR: f"{(env.get(ENV_TMPDIR) or '/tmp').rstrip('/')}/trainop-mpi-{name}"}
 
 
 def _event_only(type_: str, reason: str, message: str) -> ConditionUpdate:

@@ -7,7 +7,8 @@ reads its own IP through ``POD_IP_DUMMY`` (a downward-API fieldRef). Pure: no I/
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
@@ -17,10 +18,9 @@ from trainop.api.constants import (
     ENV_PADDLE_NNODES,
     ENV_PADDLE_SERVER_NUM,
     ENV_PADDLE_TRAINER_NUM,
+    ENV_POD_IP,
     ENV_POD_IP_DUMMY,
 )
-from trainop.api.errors import FieldError
-from trainop.api.validation import validate_paddle
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -43,10 +43,10 @@ def pod_ip_env() -> dict[str, Any]:
 
 
 class PaddlePlugin(BasePlugin):
-    kind: ClassVar[str] = "PaddleJob"
+    """Capability: ``LocalEnv`` (paddle.distributed.launch's own address on loopback)."""
 
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        return validate_paddle(job, old)
+    kind: ClassVar[str] = "PaddleJob"
+    local_noop_helpers: Mapping[str, str] = MappingProxyType({})
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         return rtype == MASTER  # §3.1: Master pods; a collective job has none
@@ -72,6 +72,16 @@ class PaddlePlugin(BasePlugin):
             # Each pod runs exactly one server (Master) or one trainer (Worker).
             env.append(env_var(ENV_PADDLE_SERVER_NUM if rtype == MASTER else ENV_PADDLE_TRAINER_NUM, "1"))
         return env
+
+    def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
+        """paddle.distributed.launch advertises POD_IP (else the hostname's address) as its own endpoint
+        and the trainers'; §3.7 sets only POD_IP_DUMMY, and paddle reads POD_IP as its --host."""
+        return {} if ENV_POD_IP in env else {ENV_POD_IP: pod_ip}
+
+    def build_local_env(
+        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
+    ) -> dict[str, str]:
+        return {}
 
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]

@@ -7,7 +7,8 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
@@ -28,10 +29,10 @@ from trainop.api.constants import (
     ENV_PET_STANDALONE,
     ENV_RANK,
     ENV_WORLD_SIZE,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
 )
-from trainop.api.errors import FieldError
 from trainop.api.kinds import ElasticPolicy, PyTorchJobSpec
-from trainop.api.validation import validate_pytorch
 from trainop.core.naming import build_owner_reference
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
@@ -56,6 +57,8 @@ DEFAULT_INIT_CONTAINER_IMAGE = "alpine:3.10"
 DEFAULT_INIT_CONTAINER_MAX_TRIES = 100
 INIT_CONTAINER_NAME = "init-pytorch"
 DEFAULT_RDZV_BACKEND = "c10d"
+# The c10d rendezvous setting that says whether an agent hosts the store (torch's rdzv_conf key).
+RDZV_IS_HOST = "is_host"
 
 
 def _spec(job: TrainingJob) -> PyTorchJobSpec:
@@ -84,10 +87,19 @@ def build_wait_for_master_script(master_addr: str, max_tries: int) -> str:
 
 
 class PyTorchPlugin(BasePlugin):
-    kind: ClassVar[str] = "PyTorchJob"
+    """Capabilities: ``ExtraObjects`` (the elastic HPA, which carries no label of ours) and ``LocalEnv``
+    (which agent hosts the c10d store; ``init-pytorch`` has nothing to wait for on one machine)."""
 
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        return validate_pytorch(job, old)
+    kind: ClassVar[str] = "PyTorchJob"
+    owned_kinds: tuple[str, ...] = ("HorizontalPodAutoscaler",)
+    owned_labelled: bool = False
+    # §3.4: init-pytorch waits until `<job>-master-0` resolves in cluster DNS; locally the master is the
+    # loopback address.
+    local_noop_helpers: Mapping[str, str] = MappingProxyType(
+        {
+            INIT_CONTAINER_NAME: "the master address is 127.0.0.1 on the local backend, so there is no DNS name to wait for"
+        }
+    )
 
     def __init__(
         self,
@@ -196,6 +208,14 @@ class PyTorchPlugin(BasePlugin):
         hpa = build_hpa(job)
         return [hpa] if hpa is not None else []
 
+    def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
+        return {}  # torch's Gloo, NCCL and TensorPipe settings are every kind's (the local backend's own)
+
+    def build_local_env(
+        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
+    ) -> dict[str, str]:
+        return build_rdzv_host_conf(pod, env, pod_ip)
+
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
     ) -> list[ConditionUpdate]:
@@ -230,6 +250,24 @@ def compute_master_or_worker_conditions(
     return out
 
 
+def build_rdzv_host_conf(pod: Mapping[str, Any], env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
+    """``PET_RDZV_CONF`` with ``is_host`` for a c10d rendezvous at the local backend's ``pod_ip``:
+    ``true`` on Worker 0 (whose address the endpoint names, §3.4), ``false`` on every other replica.
+
+    On one machine every agent finds the endpoint's address to be its own, so without it whichever
+    agent binds the port first hosts the store; on a cluster only worker-0's matches. An ``is_host``
+    the user put in rdzvConf wins; another backend or endpoint is left to torch."""
+    host, _, _ = env.get(ENV_PET_RDZV_ENDPOINT, "").rpartition(":")
+    conf = env.get(ENV_PET_RDZV_CONF, "")
+    keys = {item.partition("=")[0].strip() for item in conf.split(",")}
+    if env.get(ENV_PET_RDZV_BACKEND) != DEFAULT_RDZV_BACKEND or host != pod_ip or RDZV_IS_HOST in keys:
+        return {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    worker0 = labels.get(LABEL_REPLICA_TYPE) == WORKER.lower() and labels.get(LABEL_REPLICA_INDEX) == "0"
+    entry = f"{RDZV_IS_HOST}={'true' if worker0 else 'false'}"
+    return {ENV_PET_RDZV_CONF: f"{conf},{entry}" if conf else entry}
+
+
 def build_hpa(job: TrainingJob) -> dict[str, Any] | None:
     """autoscaling/v2 HorizontalPodAutoscaler ``<job>`` scaling the job between the elastic bounds."""
     ep = _spec(job).elastic_policy
@@ -254,4 +292,4 @@ def build_hpa(job: TrainingJob) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["PyTorchPlugin", "build_hpa", "build_wait_for_master_script"]
+__all__ = ["PyTorchPlugin", "build_hpa", "build_rdzv_host_conf", "build_wait_for_master_script"]

@@ -2,11 +2,15 @@
 
 Importing this module only constructs the six plugins with upstream's default operator flags; a
 backend that takes other flags (init-container image, kubectl-delivery image) builds its own with
-``build_registry``. Pure: no I/O.
+``build_registry``. A seventh kind is one new module under ``frameworks/`` (its ``KindInfo`` row, its
+job model and its plugin) added to ``build_registry``'s list, or, at run time, handed to
+``register_framework``. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+from trainop.api.common import TrainingJob
+from trainop.api.kinds import register_kind, unregister_kind
 from trainop.frameworks.base import FrameworkPlugin
 from trainop.frameworks.jax import JAXPlugin
 from trainop.frameworks.mpi import DEFAULT_KUBECTL_DELIVERY_IMAGE, MPIPlugin
@@ -42,6 +46,19 @@ class Registry:
     def __contains__(self, kind: object) -> bool:
         return kind in self._plugins
 
+    def plugins(self) -> list[FrameworkPlugin]:
+        return list(self._plugins.values())
+
+    def register(self, plugin: FrameworkPlugin) -> None:
+        self._plugins[plugin.info.kind] = plugin
+
+    def unregister(self, kind: str) -> None:
+        self._plugins.pop(kind, None)
+
+
+# Kinds added at run time by ``register_framework``: every registry built afterwards has them too.
+_REGISTERED: dict[str, FrameworkPlugin] = {}
+
 
 def build_registry(
     *,
@@ -58,8 +75,24 @@ def build_registry(
             MPIPlugin(mpi_kubectl_delivery_image),
             PaddlePlugin(),
             JAXPlugin(),
+            *_REGISTERED.values(),
         ]
     )
 
 
 REGISTRY = build_registry()
+
+
+def register_framework(plugin: FrameworkPlugin, model: type[TrainingJob]) -> None:
+    """Add a kind beyond the six: its ``KindInfo`` row and job model to the api tables (parsing,
+    defaults, validation, CRDs) and its plugin to ``REGISTRY`` and every later ``build_registry``."""
+    register_kind(plugin.info, model)
+    _REGISTERED[plugin.info.kind] = plugin
+    REGISTRY.register(plugin)
+
+
+def unregister_framework(kind: str) -> None:
+    """Undo ``register_framework`` (a test's throw-away kind)."""
+    _REGISTERED.pop(kind, None)
+    REGISTRY.unregister(kind)
+    unregister_kind(kind)

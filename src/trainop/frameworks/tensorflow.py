@@ -12,9 +12,7 @@ from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import COND_RESTARTING, ENV_TF_CONFIG
-from trainop.api.errors import FieldError
 from trainop.api.kinds import TFJobSpec
-from trainop.api.validation import validate_tensorflow
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -61,9 +59,6 @@ def contains_chief_or_master(job: TrainingJob) -> bool:
 class TFPlugin(BasePlugin):
     kind: ClassVar[str] = "TFJob"
     env_in_every_container: ClassVar[bool] = False
-
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        return validate_tensorflow(job, old)
 
     def status_order(self, job: TrainingJob) -> list[str]:
         return [t for t in STATUS_ORDER if t in job.replica_specs]

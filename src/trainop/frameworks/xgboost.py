@@ -21,8 +21,6 @@ from trainop.api.constants import (
     ENV_WORLD_SIZE,
     RESTART_EXIT_CODE,
 )
-from trainop.api.errors import FieldError
-from trainop.api.validation import validate_xgboost
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
@@ -45,9 +43,6 @@ WORKER = "Worker"
 
 class XGBoostPlugin(BasePlugin):
     kind: ClassVar[str] = "XGBoostJob"
-
-    def validate(self, job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
-        return validate_xgboost(job, old)
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         return rtype == MASTER  # §3.1: every Master pod

@@ -2,8 +2,9 @@
 
 One path per kind, ``/validate-kubeflow-org-v1-<kind>``, running the CLI's ``validate_for_apply``. A
 denial carries upstream's aggregated message (one error bare, several as ``[e1, e2]``, duplicates once)
-with code 403, as controller-runtime's ``admission.Denied``; deprecations are admission warnings. MPIJob
-has a webhook too, which upstream lacks (see ``WEBHOOK_KINDS``). ``build_*`` is pure; no I/O here.
+with code 403, as controller-runtime's ``admission.Denied``; deprecations are admission warnings. A kind
+upstream validates in the controller (MPIJob) has a webhook too (see ``WEBHOOK_KINDS``); what it asks
+of a kind is the kind's row and spec hooks, never its name. ``build_*`` is pure; no I/O here.
 """
 
 from __future__ import annotations
@@ -14,20 +15,22 @@ from typing import Any
 
 from trainop.api.common import TrainingJob
 from trainop.api.errors import FieldError, InvalidJobError
+from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
-from trainop.api.validation import validate_for_apply, validate_mpi, validation_warnings
+from trainop.api.validation import validate_for_apply, validation_warnings
 from trainop.operator.http import Handler, Response
 
 log = logging.getLogger(__name__)
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 WEBHOOK_CONFIGURATION_NAME = "validator.training-operator.kubeflow.org"
-# Upstream serves the first five (§2.1). It needs no MPIJob webhook because its MPIJob CRD types the
-# whole PodTemplateSpec, so the API server rejects a malformed template at create (§1.1). Our CRDs keep
-# templates opaque, so such a template was stored and then failed every reconcile: the MPIJob webhook
-# stands in for that schema. It denies what ``validate_for_apply`` finds except the §2.4 rules, which
-# stay in the controller as upstream's (accepted, then a MPIJobFailedValidation event on each pass).
-WEBHOOK_KINDS = ("PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob")
+# Every kind. Upstream serves the five with ``admission_webhook`` (§2.1). It needs no MPIJob webhook
+# because its MPIJob CRD types the whole PodTemplateSpec, so the API server rejects a malformed template
+# at create (§1.1). Our CRDs keep templates opaque, so such a template was stored and then failed every
+# reconcile: the webhook of a kind without ``admission_webhook`` stands in for that schema. It denies
+# what ``validate_for_apply`` finds except the kind's upstream rules (§2.4), which stay in the
+# controller as upstream's (accepted, then a <Kind>FailedValidation event on each pass).
+WEBHOOK_KINDS = tuple(KIND_INFO)
 
 
 def webhook_path(kind: str) -> str:
@@ -69,7 +72,7 @@ def build_admission_response(review: dict[str, Any], kind: str) -> dict[str, Any
         except InvalidJobError:
             old_job = None  # a stored object the models cannot read: validate the new one alone
     errors = validate_for_apply(obj, old_job)
-    if kind == "MPIJob" and errors:
+    if errors and not KIND_INFO[kind].admission_webhook:
         errors = _without_controller_rules(obj, old_job, errors)
     if errors:
         response.update(_denied(build_aggregate_message(errors)))
@@ -86,12 +89,13 @@ def build_admission_response(review: dict[str, Any], kind: str) -> dict[str, Any
 def _without_controller_rules(
     obj: dict[str, Any], old: TrainingJob | None, errors: list[FieldError]
 ) -> list[FieldError]:
-    """``errors`` less MPIJob's in-controller rules (§2.4), which upstream never checks at admission."""
+    """``errors`` less the kind's in-controller rules (MPIJob's, §2.4), which upstream never checks at
+    admission."""
     try:
         job = parse_job(obj)
     except InvalidJobError:
         return errors  # wrong types: what upstream's CRD schema rejects too
-    controller = set(validate_mpi(job, old))
+    controller = set(job.spec.upstream_errors(job, old))
     return [e for e in errors if e not in controller]
 
 
@@ -107,7 +111,7 @@ def build_routes(kinds: list[str]) -> dict[str, Handler]:
     """One handler per validated kind among the enabled ``kinds``."""
     routes: dict[str, Handler] = {}
     for kind in kinds:
-        if kind not in WEBHOOK_KINDS:
+        if kind not in KIND_INFO:
             continue
         routes[webhook_path(kind)] = _handler(kind)
     return routes

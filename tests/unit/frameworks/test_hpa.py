@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from trainop.core.plugin import capabilities
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.registry import REGISTRY
 from trainop.testing.builders import JobBuilder, jax_job, paddle_job, pytorch_job, tf_job, xgboost_job
@@ -63,4 +64,5 @@ CASES = [
 @pytest.mark.parametrize(("builder", "want"), CASES)
 def test_extra_objects(builder: JobBuilder, want: list[dict[str, Any]]) -> None:
     job = defaulted(builder)
-    assert REGISTRY.get(job.kind).build_extra_objects(job, [], ServiceTopology()) == want
+    extra = capabilities(REGISTRY.get(job.kind)).extra_objects
+    assert (extra.build_extra_objects(job, [], ServiceTopology()) if extra is not None else []) == want

@@ -10,6 +10,7 @@ import pytest
 import trainop.frameworks
 from trainop.api.errors import FieldError
 from trainop.api.kinds import KIND_INFO
+from trainop.core.plugin import FrameworkPlugin, capabilities
 from trainop.frameworks.registry import REGISTRY, UnknownKindError
 from trainop.testing.builders import (
     JobBuilder,
@@ -24,22 +25,27 @@ from trainop.testing.builders import (
 
 def test_registry_kinds_and_capabilities() -> None:
     got = {
-        kind: (
-            REGISTRY.get(kind).info,
-            REGISTRY.get(kind).creates_services,
-            REGISTRY.get(kind).restarts_failed_pods,
-        )
-        for kind in REGISTRY.kinds()
+        kind: (REGISTRY.get(kind).info, _capability_names(REGISTRY.get(kind))) for kind in REGISTRY.kinds()
     }
     want = {
-        "PyTorchJob": (KIND_INFO["PyTorchJob"], True, True),
-        "TFJob": (KIND_INFO["TFJob"], True, True),
-        "XGBoostJob": (KIND_INFO["XGBoostJob"], True, True),
-        "MPIJob": (KIND_INFO["MPIJob"], False, False),
-        "PaddleJob": (KIND_INFO["PaddleJob"], True, True),
-        "JAXJob": (KIND_INFO["JAXJob"], True, True),
+        "PyTorchJob": (KIND_INFO["PyTorchJob"], {"ExtraObjects", "LocalEnv"}),
+        "TFJob": (KIND_INFO["TFJob"], set()),
+        "XGBoostJob": (KIND_INFO["XGBoostJob"], set()),
+        "MPIJob": (KIND_INFO["MPIJob"], {"ExtraObjects", "Launcher", "LocalEnv"}),
+        "PaddleJob": (KIND_INFO["PaddleJob"], {"LocalEnv"}),
+        "JAXJob": (KIND_INFO["JAXJob"], {"LocalEnv"}),
     }
     assert got == want
+
+
+def _capability_names(plugin: FrameworkPlugin) -> set[str]:
+    caps = capabilities(plugin)
+    present = {
+        "ExtraObjects": caps.extra_objects,
+        "Launcher": caps.launcher,
+        "LocalEnv": caps.local_env,
+    }
+    return {name for name, value in present.items() if value is not None}
 
 
 def test_unknown_kind_names_the_known_ones() -> None:
@@ -51,7 +57,7 @@ def test_unknown_kind_names_the_known_ones() -> None:
 
 
 # Layers below frameworks, plus the standard library modules a pure module may use.
-ALLOWED_TOP = {"__future__", "collections", "copy", "dataclasses", "json", "typing", "trainop"}
+ALLOWED_TOP = {"__future__", "collections", "copy", "dataclasses", "json", "types", "typing", "trainop"}
 ALLOWED_TRAINOP = ("trainop.api", "trainop.core", "trainop.frameworks")
 
 
@@ -127,8 +133,6 @@ VALIDATE_CASES = [
 
 
 @pytest.mark.parametrize(("builder", "want"), VALIDATE_CASES)
-def test_plugin_validate_applies_the_kinds_admission_rules(
-    builder: JobBuilder, want: list[FieldError]
-) -> None:
+def test_spec_hooks_apply_the_kinds_admission_rules(builder: JobBuilder, want: list[FieldError]) -> None:
     job = builder.build()  # raw: webhooks see the undefaulted job (§1.4)
-    assert REGISTRY.get(job.kind).validate(job) == want
+    assert job.spec.upstream_errors(job, None) == want

@@ -1,17 +1,18 @@
 """The operator's view of the cluster: one informer per enabled job kind and per owned object kind.
 
 Owned objects are selected server-side by label (so unrelated pods never reach memory): pods and
-Services by ``training.kubeflow.org/operator-name`` in the enabled controllers' names; MPI's
-ConfigMaps, ServiceAccounts, Roles and RoleBindings by the existence of ``app`` and then kept only if
-an MPIJob controls them; PyTorch's HPAs carry no label, so they are kept only if a PyTorchJob
-controls them. Every change is mapped to the key of the job that controls the object
-(contract §6.1: the controller ref must resolve to the cached job's uid). I/O adapter.
+Services by ``training.kubeflow.org/operator-name`` in the enabled controllers' names; the other
+kinds a plugin owns (its ``ExtraObjects`` capability: MPI's ConfigMaps, ServiceAccounts, Roles and
+RoleBindings, PyTorch's HPAs) by the existence of ``app`` when the plugin labels them, and each is
+kept only if a job of a kind that owns it controls it. Every change is mapped to the key of the job
+that controls the object (contract §6.1: the controller ref must resolve to the cached job's uid).
+I/O adapter.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lightkube import operators
@@ -21,10 +22,10 @@ from trainop.api.kinds import KIND_INFO
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import KubeClient
 from trainop.backends.kubernetes.informer import Handlers, Informer, Obj, controller_ref, strip_managed_fields
+from trainop.core.plugin import FrameworkPlugin, capabilities
+from trainop.frameworks.registry import REGISTRY
 
 JobKey = tuple[str, str, str]  # (kind, namespace, name)
-
-MPI_EXTRA_KINDS = ("ConfigMap", "ServiceAccount", "Role", "RoleBinding")
 
 # (job key, Kubernetes kind of the owned object, its name, "add" | "update" | "delete")
 OwnedChange = Callable[[JobKey, str, str, str], None]
@@ -42,16 +43,6 @@ def owner_job_key(obj: Obj, kinds: set[str]) -> tuple[JobKey, str] | None:
         return None
     ns = (obj.get("metadata") or {}).get("namespace") or ""
     return (str(ref["kind"]), ns, str(ref.get("name"))), str(ref.get("uid"))
-
-
-def _only_owned_by(kind: str) -> Callable[[Obj], Obj | None]:
-    def transform(obj: Obj) -> Obj | None:
-        ref = controller_ref(obj)
-        if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") != kind:
-            return None
-        return strip_managed_fields(obj)
-
-    return transform
 
 
 def _owned_by_a_job(kinds: set[str]) -> Callable[[Obj], Obj | None]:
@@ -72,7 +63,10 @@ class ClusterCache:
         *,
         namespace: str | None = None,
         pod_group: Any | None = None,
+        plugins: Mapping[str, FrameworkPlugin] | None = None,
     ) -> None:
+        """``plugins``: the enabled kinds' plugins (default: ``REGISTRY``'s); their capabilities say
+        which other kinds of object to watch."""
         unknown = [k for k in kinds if k not in KIND_INFO]
         if unknown:
             raise ValueError(f"unknown job kinds {unknown}; known: {sorted(KIND_INFO)}")
@@ -88,24 +82,25 @@ class ClusterCache:
             "Pod": Informer(client, r.Pod, namespace=self.namespace, labels=selector, name="Pod"),
             "Service": Informer(client, r.Service, namespace=self.namespace, labels=selector, name="Service"),
         }
-        if "MPIJob" in kinds:
-            for kind in MPI_EXTRA_KINDS:
-                self.owned[kind] = Informer(
-                    client,
-                    r.OWNED_RESOURCES[kind],
-                    namespace=self.namespace,
-                    labels={LABEL_APP: operators.exists()},
-                    transform=_only_owned_by("MPIJob"),
-                    name=kind,
-                )
-        if "PyTorchJob" in kinds:
-            # elasticPolicy.metrics (§3.4); without a label to select on, filtered after decoding.
-            self.owned["HorizontalPodAutoscaler"] = Informer(
+        # Owned kind → (the job kinds that own it, whether all of them label it with ``app``).
+        extra: dict[str, tuple[set[str], bool]] = {}
+        for job_kind in kinds:
+            plugin = plugins[job_kind] if plugins is not None else REGISTRY.get(job_kind)
+            caps = capabilities(plugin).extra_objects
+            if caps is None:
+                continue
+            for kind in caps.owned_kinds:
+                owners, labelled = extra.get(kind, (set(), True))
+                extra[kind] = (owners | {job_kind}, labelled and caps.owned_labelled)
+        for kind, (owners, labelled) in extra.items():
+            # Without a label to select on (the HPA, §3.4) they are filtered after decoding.
+            self.owned[kind] = Informer(
                 client,
-                r.HorizontalPodAutoscaler,
+                r.OWNED_RESOURCES[kind],
                 namespace=self.namespace,
-                transform=_only_owned_by("PyTorchJob"),
-                name="HorizontalPodAutoscaler",
+                labels={LABEL_APP: operators.exists()} if labelled else None,
+                transform=_owned_by_a_job(owners),
+                name=kind,
             )
 
         if pod_group is not None:

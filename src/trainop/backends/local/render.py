@@ -3,8 +3,8 @@
 ``build_pod_processes`` gives each container its argv, working directory and environment with the
 kubelet's rules (later duplicates win, ``$(VAR)`` expansion, fieldRef/resourceFieldRef), volume
 mount paths rewritten to host directories, and GPUs through CUDA_VISIBLE_DEVICES.
-``build_local_env`` adds the env defaults that keep each framework's traffic on loopback and names
-the agent that hosts an elastic PyTorchJob's rendezvous store.
+``build_local_env`` adds the env defaults that keep the traffic of every framework on loopback, and
+what the kind's plugin adds on one machine (its ``LocalEnv`` capability).
 ``detect_pod_errors`` says, with a field path, what the local backend cannot run. No I/O here: the
 caller passes the host environment, hostname and directories in a ``LocalContext``.
 """
@@ -22,42 +22,23 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from trainop.api.constants import (
-    ENV_COORDINATOR_PORT,
     ENV_CUDA_VISIBLE_DEVICES,
     ENV_GLOO_SOCKET_IFNAME,
-    ENV_JAX_COORDINATOR_BIND_ADDRESS,
     ENV_NCCL_SOCKET_IFNAME,
-    ENV_OMPI_BTL_TCP_IF_EXCLUDE,
-    ENV_OMPI_BTL_TCP_IF_INCLUDE,
-    ENV_OMPI_OOB_TCP_IF_EXCLUDE,
-    ENV_OMPI_OOB_TCP_IF_INCLUDE,
-    ENV_PET_RDZV_BACKEND,
-    ENV_PET_RDZV_CONF,
-    ENV_PET_RDZV_ENDPOINT,
-    ENV_POD_IP,
-    ENV_TMPDIR,
     ENV_TP_SOCKET_IFNAME,
-    LABEL_REPLICA_INDEX,
-    LABEL_REPLICA_TYPE,
     LOOPBACK_IFNAME,
     RESOURCE_NVIDIA_GPU,
 )
 from trainop.api.errors import FieldError, invalid, not_supported, required
 from trainop.api.names import validate_dns1123_label
+from trainop.core.plugin import LocalEnv, capabilities
+from trainop.frameworks.mpi import build_mpi_tmpdir  # noqa: F401  (re-exported: tests/unit/backends)
+from trainop.frameworks.pytorch import build_rdzv_host_conf as pytorch_rdzv_host_conf
+from trainop.frameworks.registry import REGISTRY
 
 POD_IP = "127.0.0.1"
 DEFAULT_GRACE_SECONDS = 30.0  # pod.spec.terminationGracePeriodSeconds default
 
-# Helper containers the operator injects that have no job to do on one machine. They are marked
-# completed without running, and only when they are not part of the user's template.
-LOCAL_NOOP_HELPERS: Mapping[str, str] = {
-    # §3.4: waits until `<job>-master-0` resolves in cluster DNS; locally the master is 127.0.0.1.
-    "init-pytorch": "the master address is 127.0.0.1 on the local backend, so there is no DNS name to wait for",
-    # §3.9: copies kubectl into /opt/kube for kubexec.sh; the local backend's rsh agent needs no kubectl.
-    "kubectl-delivery": "the local backend's rsh agent replaces kubectl exec, so kubectl is not needed",
-}
-# The c10d rendezvous setting that says whether an agent hosts the store (torch's rdzv_conf key).
-RDZV_IS_HOST = "is_host"
 # The MPI ConfigMap key that holds the rsh agent (§3.9); locally it becomes build_rsh_agent's script.
 RSH_AGENT_KEY = "kubexec.sh"
 SUPPORTED_VOLUMES = ("emptyDir", "configMap", "hostPath")
@@ -260,84 +241,57 @@ def _field_ref(path: str, pod: Mapping[str, Any], ctx: LocalContext) -> str | No
     return None
 
 
+def _local_env_of(kind: str) -> LocalEnv | None:
+    """The ``LocalEnv`` capability of ``kind``'s plugin (None: the kind adds nothing, or is unknown)."""
+    return capabilities(REGISTRY.get(kind)).local_env if kind in REGISTRY else None
+
+
+def local_noop_helpers() -> dict[str, str]:
+    """Helper containers the operator injects that have no job to do on one machine (name → why),
+    as the plugins declare them. They are marked completed without running, and only when they are
+    not part of the user's template."""
+    out: dict[str, str] = {}
+    for plugin in REGISTRY.plugins():
+        local = capabilities(plugin).local_env
+        if local is not None:
+            out.update(local.local_noop_helpers)
+    return out
+
+
 def build_loopback_env(kind: str, env: Mapping[str, str]) -> dict[str, str]:
     """The env defaults that keep a ``kind`` job's own traffic on the loopback interface, for a
-    container whose environment so far is ``env`` (host env + its env list). A variable already there
-    is the user's choice and is kept, and so is an Open MPI interface list given the other way round
-    (``*_if_exclude``: Open MPI refuses include and exclude together). Local backend only: on
-    Kubernetes each pod has its own network namespace and these stay unset."""
-    out: dict[str, str] = {}
-
-    def default(name: str, value: str, *unless: str) -> None:
-        if name not in env and not any(u in env for u in unless):
-            out[name] = value
-
+    container whose environment so far is ``env`` (host env + its env list): every kind's, then the
+    kind's plugin's (``LocalEnv.build_loopback_env``). A variable already there is the user's choice
+    and is kept. Local backend only: on Kubernetes each pod has its own network namespace and these
+    stay unset."""
     # Gloo (torch.distributed, Horovod), NCCL's bootstrap and torch RPC's TensorPipe pick the
     # interface the hostname resolves to, often a LAN address; a script of any kind may use them.
-    for name in (ENV_GLOO_SOCKET_IFNAME, ENV_NCCL_SOCKET_IFNAME, ENV_TP_SOCKET_IFNAME):
-        default(name, LOOPBACK_IFNAME)
-    if kind == "MPIJob":
-        # mpirun hands its daemons every non-loopback interface to call back on (oob), and the
-        # ranks talk over non-loopback interfaces only (btl tcp excludes 127.0.0.1/8 by default).
-        default(ENV_OMPI_OOB_TCP_IF_INCLUDE, LOOPBACK_IFNAME, ENV_OMPI_OOB_TCP_IF_EXCLUDE)
-        default(ENV_OMPI_BTL_TCP_IF_INCLUDE, LOOPBACK_IFNAME, ENV_OMPI_BTL_TCP_IF_EXCLUDE)
-    elif kind == "PaddleJob":
-        # paddle.distributed.launch advertises POD_IP (else the hostname's address) as its own
-        # endpoint and the trainers'; §3.7 sets only POD_IP_DUMMY, and paddle reads POD_IP as its --host.
-        default(ENV_POD_IP, POD_IP)
-    elif kind == "JAXJob" and ENV_COORDINATOR_PORT in env:
-        # Process 0's coordinator service binds [::]:<port> unless told otherwise (§3.8's port).
-        default(ENV_JAX_COORDINATOR_BIND_ADDRESS, f"{POD_IP}:{env[ENV_COORDINATOR_PORT]}")
+    out = {
+        name: LOOPBACK_IFNAME
+        for name in (ENV_GLOO_SOCKET_IFNAME, ENV_NCCL_SOCKET_IFNAME, ENV_TP_SOCKET_IFNAME)
+        if name not in env
+    }
+    local = _local_env_of(kind)
+    if local is not None:
+        out.update(local.build_loopback_env(env, POD_IP))
     return out
 
 
 def build_rdzv_host_conf(pod: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
-    """``PET_RDZV_CONF`` with ``is_host`` for a PyTorchJob's c10d rendezvous at a loopback endpoint:
-    ``true`` on Worker 0 (whose address the endpoint names, §3.4), ``false`` on every other replica.
-
-    On one machine every agent finds the endpoint's 127.0.0.1 to be its own address, so without it
-    whichever agent binds the port first hosts the store; on a cluster only worker-0's matches. An
-    ``is_host`` the user put in rdzvConf wins; another backend or endpoint is left to torch."""
-    host, _, _ = env.get(ENV_PET_RDZV_ENDPOINT, "").rpartition(":")
-    conf = env.get(ENV_PET_RDZV_CONF, "")
-    keys = {item.partition("=")[0].strip() for item in conf.split(",")}
-    if env.get(ENV_PET_RDZV_BACKEND) != "c10d" or host != POD_IP or RDZV_IS_HOST in keys:
-        return {}
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    worker0 = labels.get(LABEL_REPLICA_TYPE) == "worker" and labels.get(LABEL_REPLICA_INDEX) == "0"
-    entry = f"{RDZV_IS_HOST}={'true' if worker0 else 'false'}"
-    return {ENV_PET_RDZV_CONF: f"{conf},{entry}" if conf else entry}
-
-
-def build_mpi_tmpdir(
-    pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str]
-) -> dict[str, str]:
-    """A ``TMPDIR`` of its own for each replica of an MPIJob (under the host's), unless the container's
-    env list (``listed``) sets one.
-
-    Open MPI puts each daemon's session directory at ``$TMPDIR/ompi.<hostname>.<uid>/jf.<job>``: on a
-    cluster every pod has its own /tmp, but on one machine mpirun and the daemons in the workers
-    would share that tree and race creating and removing it (orted then fails in orte_session_dir:
-    "mkdir … File exists"). A replica's TMPDIR reaches its daemon through the rsh agent; Open MPI
-    creates the directory, and removes what it put in it."""
-    if ENV_TMPDIR in listed:
-        return {}
-    meta = pod.get("metadata") or {}
-    name = meta.get("uid") or f"{meta.get('namespace', 'default')}-{meta.get('name', '')}"
-    return {ENV_TMPDIR: f"{(env.get(ENV_TMPDIR) or '/tmp').rstrip('/')}/trainop-mpi-{name}"}
+    """The elastic PyTorchJob's ``is_host`` at the local backend's address (``frameworks.pytorch``)."""
+    return pytorch_rdzv_host_conf(pod, env, POD_IP)
 
 
 def build_local_env(
     kind: str, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str] = ()
 ) -> dict[str, str]:
     """What the local backend sets on top of a container's environment ``env`` (host env + its env
-    list, whose names are ``listed``): the loopback defaults, which agent hosts an elastic
-    PyTorchJob's rendezvous store, and an MPIJob replica's own TMPDIR."""
+    list, whose names are ``listed``): the loopback defaults, then the kind's plugin's own
+    (``LocalEnv.build_local_env``: which agent hosts an elastic rendezvous store, a private TMPDIR)."""
     out = build_loopback_env(kind, env)
-    if kind == "PyTorchJob":
-        out.update(build_rdzv_host_conf(pod, env))
-    elif kind == "MPIJob":
-        out.update(build_mpi_tmpdir(pod, env, listed))
+    local = _local_env_of(kind)
+    if local is not None:
+        out.update(local.build_local_env(pod, env, listed, POD_IP))
     return out
 
 
@@ -570,11 +524,12 @@ def build_pod_processes(pod: Mapping[str, Any], ctx: LocalContext, template_init
     """Every container of ``pod`` as a process spec. Init containers past the template's own
     (``template_init_count``) that are known operator helpers become no-ops."""
     spec = pod.get("spec") or {}
+    noop_helpers = local_noop_helpers()
     inits: list[ProcessSpec] = []
     for i, c in enumerate(spec.get("initContainers") or []):
         if not isinstance(c, dict):
             continue
-        noop = LOCAL_NOOP_HELPERS.get(str(c.get("name"))) if i >= template_init_count else None
+        noop = noop_helpers.get(str(c.get("name"))) if i >= template_init_count else None
         inits.append(build_process(c, pod, ctx, init=True, noop=noop))
     mains = [
         build_process(c, pod, ctx, init=False) for c in spec.get("containers") or [] if isinstance(c, dict)
@@ -635,6 +590,7 @@ def detect_pod_errors(
     below the template's count is the user's and is reported at the user's path. ``configmaps``: the
     ConfigMaps the job itself creates (the only ones that exist locally)."""
     known_cms = set(configmaps)
+    noop_helpers = local_noop_helpers()
     spec = pod.get("spec") or {}
     tspec = template.get("spec") or {}
     errs: list[FieldError] = []
@@ -655,7 +611,7 @@ def detect_pod_errors(
                             for msg in detect_volume_path_errors(sub)
                         )
             if not c.get("command") and not (
-                injected and key == "initContainers" and c.get("name") in LOCAL_NOOP_HELPERS
+                injected and key == "initContainers" and c.get("name") in noop_helpers
             ):
                 where = (
                     cpath if not injected else f"{path} (container {c.get('name')!r} added by the operator)"
