@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from trainop.api.common import JobStatus, ReplicaSpec, TrainingJob
+from trainop.api.common import JobCondition, JobStatus, ReplicaSpec, ReplicaStatus, TrainingJob
 from trainop.api.constants import (
     ANNOTATION_EFFECTIVE_FAILURE_POLICY,
     COND_FAILED,
@@ -174,6 +174,27 @@ class _Replica:
     failed: int = 0
     # (index, name) of the replicas that should exist; the plugin is asked once per pass.
     wanted: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fired:
+    """A status-rule update that may emit its event and metric (``changed``: it set its condition)."""
+
+    update: ConditionUpdate
+    event_reason: str
+    changed: bool
+
+    def metric(self, *, restarted: bool) -> str | None:
+        """The counter to increment: none when another step set the condition (it counted), nor for a
+        restart when the restart path recreated a pod this pass (counted there already)."""
+        metric = self.update.metric
+        if not self.changed or (metric == METRIC_RESTARTED and restarted):
+            return None
+        return metric
+
+
+def _condition_key(c: JobCondition) -> tuple[str, str, str | None]:
+    return (c.type, c.status, c.reason)
 
 
 class _Pass:
@@ -656,9 +677,18 @@ class _Pass:
         and the rule's events and metrics fire only for conditions that are new at the end of the pass.
         Upstream repeats them on every pass while the state holds, and its flips rewrite the status.
         """
+        counts = self._rebuild_replica_statuses()
+        fired = self._apply_status_rule(counts)
+        if fired:
+            before = {_condition_key(c): c for c in self.previous.conditions or ()}
+            self._keep_stored_conditions(before)
+            self._announce(fired, before)
+
+    def _rebuild_replica_statuses(self) -> dict[str, ReplicaCounts]:
+        """§4.2: each type's counts for the status rule, and ``replicaStatuses`` from them (an entry
+        whose counts and selector did not change is kept as stored, with any field we do not know)."""
         counts: dict[str, ReplicaCounts] = {}
         statuses = {}
-        scalable = self.info.scalable
         default_policy = self.info.default_restart_policy
         previous = self.previous.replica_statuses or {}
         for rtype, r in self.replicas.items():
@@ -669,23 +699,33 @@ class _Pass:
                 failed=r.failed,
                 restart_policy=r.spec.restart_policy or default_policy,
             )
-            selector = build_selector(self.info, self.name, rtype) if scalable else None
-            old = previous.get(rtype)
-            if (
-                old is not None
-                and (old.active or 0, old.succeeded or 0, old.failed or 0)
-                == (r.active, r.succeeded, r.failed)
-                and old.selector == selector
-                and old.label_selector is None
-            ):
-                statuses[rtype] = old  # unchanged: keep the stored entry (and any field we do not know)
-            else:
-                statuses[rtype] = build_replica_status(r.active, r.succeeded, r.failed, selector)
+            statuses[rtype] = self._replica_status(r, previous.get(rtype))
         self.status.replica_statuses = statuses or None
-        # The rule sees this pass's status so far (upstream hands it the in-flight status): TF keeps a
-        # Restarting that the restart path set a moment ago instead of failing the job.
+        return counts
+
+    def _replica_status(self, r: _Replica, old: ReplicaStatus | None) -> ReplicaStatus:
+        selector = build_selector(self.info, self.name, r.rtype) if self.info.scalable else None
+        unchanged = (
+            old is not None
+            and (old.active or 0, old.succeeded or 0, old.failed or 0) == (r.active, r.succeeded, r.failed)
+            and old.selector == selector
+            and old.label_selector is None
+        )
+        if unchanged:
+            assert old is not None
+            return old
+        return build_replica_status(r.active, r.succeeded, r.failed, selector)
+
+    def _apply_status_rule(self, counts: dict[str, ReplicaCounts]) -> list[_Fired]:
+        """Run the kind's rule and apply its updates in order; the updates that may speak (``_Fired``).
+
+        The rule sees this pass's status so far (upstream hands it the in-flight status): TF keeps a
+        Restarting that the restart path set a moment ago instead of failing the job. An update that
+        finds its condition already set this pass (same type, status and reason: the restart path's
+        Restarting) changes nothing, but upstream records its event before setCondition, so it still
+        speaks; its metric was counted by whoever set the condition."""
         job = self.job.model_copy(update={"status": self.status})
-        fired: list[tuple[ConditionUpdate, str]] = []
+        fired: list[_Fired] = []
         for update in self.plugin.compute_conditions(job, counts, self.observed.pods):
             event_reason = update.event_reason or update.reason
             if not update.set_condition:
@@ -696,24 +736,35 @@ class _Pass:
                     )
                 continue
             if self._set(update.type, update.status, update.reason, update.message):
-                fired.append((update, event_reason))
+                fired.append(_Fired(update, event_reason, changed=True))
+            elif self._is_current(update):
+                fired.append(_Fired(update, event_reason, changed=False))
             if update.complete and self.status.completion_time is None:
                 self.status.completion_time = self.stamp
-        if not fired:
-            return
-        before = {(c.type, c.status, c.reason): c for c in self.previous.conditions or ()}
+        return fired
+
+    def _is_current(self, update: ConditionUpdate) -> bool:
+        current = detect_condition(self.status, update.type)
+        return current is not None and (current.status, current.reason) == (update.status, update.reason)
+
+    def _keep_stored_conditions(self, before: dict[tuple[str, str, str | None], JobCondition]) -> None:
+        """A condition that ends the pass as stored (type, status, reason) keeps its stored copy."""
         final = self.status.conditions or []
-        self.status.conditions = [before.get((c.type, c.status, c.reason), c) for c in final]
-        now_present = {(c.type, c.status, c.reason) for c in final}
-        for update, event_reason in fired:
+        self.status.conditions = [before.get(_condition_key(c), c) for c in final]
+
+    def _announce(self, fired: list[_Fired], before: dict[tuple[str, str, str | None], JobCondition]) -> None:
+        """The events and metrics of the rule's updates whose condition is new at the end of the pass."""
+        now_present = {_condition_key(c) for c in self.status.conditions or ()}
+        for f in fired:
+            update = f.update
             key = (update.type, update.status, update.reason)
             if key in before or key not in now_present:
                 continue
             if update.event is not None:
-                self._event(update.event, event_reason, update.message)
-            if update.metric is not None and not (update.metric == METRIC_RESTARTED and self.restarted):
-                # A pod the restart path recreated this pass was counted there already.
-                self.plan.metrics.append(update.metric)
+                self._event(update.event, f.event_reason, update.message)
+            metric = f.metric(restarted=self.restarted)
+            if metric is not None:
+                self.plan.metrics.append(metric)
 
     def _reconcile_extra_objects(self) -> None:
         """Other owned objects (MPI's ServiceAccount, ConfigMap, Role, RoleBinding; the PyTorch HPA):

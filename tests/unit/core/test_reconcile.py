@@ -17,6 +17,7 @@ from trainop.testing.builders import (
     JobBuilder,
     jax_job,
     mpi_job,
+    paddle_job,
     pod,
     pytorch_job,
     tf_job,
@@ -370,6 +371,44 @@ def _restarted(events: list[tuple[str, str, str]]) -> dict[str, Any]:
 def test_restart_policy_and_exit_codes(policy: str, exit_code: int | None, want: dict[str, Any]) -> None:
     job, pods, svcs = _failed_worker(policy, exit_code=exit_code)
     assert summary(run(job, pods, svcs, now=at(30))) == want
+
+
+PD = "PaddleJob"
+
+
+def test_both_restarting_warnings_when_the_restart_path_set_restarting_first() -> None:
+    """A PaddleJob whose only Worker is SIGKILLed (137) under ExitCode: the restart path deletes the pod
+    and sets Restarting, then the status rule (§4.4) wants the same Restarting. Upstream's rule records
+    its Warning before setCondition finds nothing to change, so both Warnings go out; the condition
+    keeps the restart path's message (same reason: setCondition is a no-op, §4.1)."""
+    running = cond("Running", kind=PD, msg="PaddleJob a is running.")
+    job = stored(
+        paddle_job("a").workers(1).restart_policy("ExitCode"),
+        created(PD),
+        running,
+        replicaStatuses=replica_statuses(PD, Worker={"active": 1}),
+    )
+    pods = [pod(job, "Worker", 0).failed(137).build()]
+    restarting = "job a is restarting because Worker replica(s) failed."
+    want = plan_of(
+        actions=[("delete", "Pod", "a-worker-0")],
+        status={
+            "conditions": [created(PD), cond("Restarting", kind=PD, msg=restarting, t=30)],
+            "replicaStatuses": replica_statuses(PD, Worker={"failed": 1}),
+            "startTime": ts(0),
+        },
+        events=[
+            exited("a-worker-0", 137),
+            ("Warning", "PaddleJobRestarting", restarting),
+            (
+                "Warning",
+                "PaddleJobRestarting",
+                "PaddleJob a is restarting because 1 Worker replica(s) failed.",
+            ),
+        ],
+        metrics=["jobs_restarted"],
+    )
+    assert summary(run(job, pods, [service(job, "Worker", 0)], now=at(30))) == want
 
 
 @pytest.mark.parametrize(
