@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from trainop.api.common import TrainingJob
 from trainop.core.status import detect_finished
@@ -64,6 +64,56 @@ def detect_state(job: TrainingJob) -> str:
 def is_finished(job: TrainingJob) -> bool:
     """True once Succeeded or Failed is True (both terminal, §4.1)."""
     return detect_finished(job.status)
+
+
+class ContainerRun(Protocol):
+    """One run (attempt) of one container of a replica: a local process, or what a pod's container
+    status says on a cluster. ``finished_at`` (epoch seconds) is None while it runs."""
+
+    @property
+    def pod(self) -> str: ...
+    @property
+    def container(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def finished_at(self) -> float | None: ...
+
+
+@runtime_checkable
+class JobFeed(Protocol):
+    """What ``trainop run`` watches one job through, whatever runs it: new output, the pods as they are
+    now, the container runs (for the failure summary) and the last lines of a replica. Reads only."""
+
+    def poll_lines(self) -> Iterator[LogLine]:
+        """Complete lines written since the last call."""
+        ...
+
+    def partial_lines(self) -> list[LogLine]:
+        """Each container's unfinished last line (a progress bar between two ``\\r``), if any."""
+        ...
+
+    def notes(self) -> list[str]:
+        """Things to tell the user once (e.g. that the cluster serves no logs for a pod)."""
+        ...
+
+    def pods(self) -> list[dict[str, Any]]: ...
+
+    def runs(self) -> list[ContainerRun]:
+        """Every run of every main container (init containers left out), oldest first."""
+        ...
+
+    def tails(self, labels: set[str], defaults: set[str], *, finished_only: bool) -> dict[str, list[str]]:
+        """The last lines of each replica in ``labels`` (its latest run, a default container first)."""
+        ...
+
+    def running_replicas(self) -> list[str]:
+        """Replicas (``worker-1``) with a container still running."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class JobBackend(Protocol):

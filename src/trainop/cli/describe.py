@@ -93,13 +93,6 @@ def print_details(console: Console, d: JobDetails) -> None:
             f"trainop resume {job.name} runs it again, trainop delete {job.name} removes it)"
         )
     created = job.metadata.creation_timestamp
-    sup = d.supervisor
-    if sup.alive:
-        sup_text = f"pid {sup.pid} (running)"
-    elif sup.state == "exited":
-        sup_text = "exited (the job needs no more supervision)"
-    else:
-        sup_text = f"{sup.state}, not alive (the next trainop command recovers it)"
     local = created.astimezone() if created else None  # the API's UTC, shown in this machine's zone
     fields = [
         ("Name", job.name),
@@ -107,15 +100,7 @@ def print_details(console: Console, d: JobDetails) -> None:
         ("Kind", job.kind),
         ("Created", f"{local:%Y-%m-%d %H:%M:%S %Z} ({_age(local.timestamp())} ago)" if local else "?"),
         ("State", state),
-        ("Working dir", f"{d.base_dir}  (where relative workingDirs and commands resolve)"),
-        (
-            "Images",
-            f"{', '.join(d.images)}  (not used here: the local backend runs each container's command "
-            "as a host process)"
-            if d.images
-            else "none (the local backend runs each container's command as a host process)",
-        ),
-        ("Supervisor", sup_text),
+        *_where_fields(d),
         (
             "Run policy",
             f"cleanPodPolicy={rp.clean_pod_policy} backoffLimit={_opt(rp.backoff_limit)} "
@@ -182,6 +167,32 @@ def print_details(console: Console, d: JobDetails) -> None:
         print_table(console, t)
     else:
         console.print("  none")
+
+
+def _where_fields(d: JobDetails) -> list[tuple[str, str]]:
+    """Where the job runs: a cluster (its images run there), or this machine (the working dir and the
+    job's supervisor; images are not used)."""
+    if d.cluster:
+        return [("Cluster", d.cluster), ("Images", ", ".join(d.images) or "none")]
+    sup = d.supervisor
+    if sup is None:
+        sup_text = "none"
+    elif sup.alive:
+        sup_text = f"pid {sup.pid} (running)"
+    elif sup.state == "exited":
+        sup_text = "exited (the job needs no more supervision)"
+    else:
+        sup_text = f"{sup.state}, not alive (the next trainop command recovers it)"
+    images = (
+        f"{', '.join(d.images)}  (not used here: the local backend runs each container's command as a host process)"
+        if d.images
+        else "none (the local backend runs each container's command as a host process)"
+    )
+    return [
+        ("Working dir", f"{d.base_dir}  (where relative workingDirs and commands resolve)"),
+        ("Images", images),
+        ("Supervisor", sup_text),
+    ]
 
 
 def _print_failure_policy(console: Console, job: Any) -> None:

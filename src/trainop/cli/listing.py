@@ -1,6 +1,6 @@
 """``trainop get`` as kubectl's: jobs or their replicas as pods (``get pods``), ``-l`` selectors,
 ``-o wide|name|yaml|json|jsonpath=…``, ``-w`` (a row each time one changes), and the job selection
-``delete --all / -l`` shares. Reads the store through ``LocalBackend``; changes nothing.
+``delete --all / -l`` shares. Reads through the ``Backend`` interface (cli/backend.py); changes nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from trainop.cli.selectors import Requirement, matches
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.backends.local.api import LocalBackend
+    from trainop.cli.backend import Backend
 
 POD_WORDS = ("pods", "pod", "po")
 OUTPUTS = ("yaml", "json", "wide", "name", "jsonpath=TEMPLATE")
@@ -36,7 +36,7 @@ def check_output(output: str | None) -> None:
 
 
 def select_jobs(
-    backend: LocalBackend, namespace: str | None, kind: str | None, selector: list[Requirement] | None
+    backend: Backend, namespace: str | None, kind: str | None, selector: list[Requirement] | None
 ) -> list[TrainingJob]:
     jobs = backend.list_jobs(namespace, kind)
     if selector is None:
@@ -117,26 +117,17 @@ POD_WIDE = ["PID", "PORT", "NODE", "JOB"]
 
 
 def list_pods(
-    backend: LocalBackend, namespace: str | None, name: str | None, selector: list[Requirement] | None
+    backend: Backend, namespace: str | None, name: str | None, selector: list[Requirement] | None
 ) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
     """(job, pod, port) of every pod in scope: ``name`` is a pod's name, or a job's (its pods)."""
     out = []
-    for job in backend.list_jobs(namespace):
-        row = backend.store.find_job(job.namespace, job.name)
-        if row is None:
+    for job, pod, port in backend.replica_pods(namespace):
+        meta = pod.get("metadata") or {}
+        if name is not None and name not in (meta.get("name"), job.name):
             continue
-        ports = backend.store.job_ports(row.uid)
-        for pod in backend.store.list_pods(row.uid):
-            meta = pod.get("metadata") or {}
-            if name is not None and name not in (meta.get("name"), job.name):
-                continue
-            if selector is not None and not matches(meta.get("labels"), selector):
-                continue
-            labels = meta.get("labels") or {}
-            rtype = str(labels.get("training.kubeflow.org/replica-type", ""))
-            index = str(labels.get("training.kubeflow.org/replica-index", ""))
-            port = next((p for (t, i), p in ports.items() if t.lower() == rtype and str(i) == index), None)
-            out.append((job, pod, port))
+        if selector is not None and not matches(meta.get("labels"), selector):
+            continue
+        out.append((job, pod, port))
     return out
 
 

@@ -17,7 +17,7 @@ from trainop.cli.format import format_age
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.backends.local.store import ProcessRow
+    from trainop.backends.base import ContainerRun
 
 TAIL_LINES = 5  # lines of a replica's output quoted in a notice or summary
 WAITS_SHOWN = 3  # waiting replicas named per type (the rest are counted)
@@ -225,11 +225,11 @@ def _with_tail(head: str, label: str, tail: Sequence[str]) -> list[str]:
 
 
 def detect_failed_replica(
-    job_name: str, processes: Sequence[ProcessRow], views: Sequence[ReplicaView]
+    job_name: str, processes: Sequence[ContainerRun], views: Sequence[ReplicaView]
 ) -> tuple[str, str, Exit, int] | None:
     """(label, pod, exit, others): the replica whose process failed first, with how it ended; ``others``
     counts the further replicas that ended non-zero (often killed by the job's own cleanup)."""
-    latest: dict[tuple[str, str], ProcessRow] = {}
+    latest: dict[tuple[str, str], ContainerRun] = {}
     for p in processes:
         key = (p.pod, p.container)
         if key not in latest or p.attempt > latest[key].attempt:
@@ -252,7 +252,7 @@ def detect_failed_replica(
 
 def build_failure_summary(
     job: TrainingJob,
-    processes: Sequence[ProcessRow],
+    processes: Sequence[ContainerRun],
     views: Sequence[ReplicaView],
     tails: Mapping[str, Sequence[str]],
     flags: str = "",

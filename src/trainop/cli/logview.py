@@ -14,8 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from trainop.backends.base import LogLine
-    from trainop.backends.local.store import ProcessRow
+    from trainop.backends.base import ContainerRun, LogLine
 
 Key = tuple[str, str, int]  # (replica, container, attempt)
 
@@ -28,7 +27,7 @@ def count_lines(lines: Iterable[LogLine]) -> Counter[Key]:
     return Counter(key_of(line) for line in lines)
 
 
-def compute_attempts_since(processes: Sequence[ProcessRow], job_name: str, cutoff: float) -> set[Key]:
+def compute_attempts_since(processes: Sequence[ContainerRun], job_name: str, cutoff: float) -> set[Key]:
     """The attempts alive at or after ``cutoff`` (still running, or ended after it)."""
     prefix = f"{job_name}-"
     return {

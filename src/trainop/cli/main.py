@@ -1,9 +1,11 @@
-"""``trainop``: the command line (typer + rich). Thin: parse arguments, call ``LocalBackend``, print.
+"""``trainop``: the command line (typer + rich). Thin: parse arguments, call the chosen backend through
+the one ``Backend`` interface (cli/backend.py: this machine, or a cluster through a kubeconfig), print.
 
 Exit codes (docs/local-backend.md, README): 0 success (``run``/``wait``: the job Succeeded or the
 awaited condition was reached); 1 the job Failed (or finished otherwise than awaited); 2 invalid
 input (a manifest's field errors, a bad option); 3 not found or already exists; 4 ``wait`` timed
-out; 130 ``run`` interrupted with Ctrl-C (the job was stopped and kept, marked interrupted; 143
+out; 5 the backend cannot be used (no kubeconfig, the cluster unreachable or refusing, its CRDs
+missing); 130 ``run`` interrupted with Ctrl-C (the job was stopped and kept, marked interrupted; 143
 for SIGTERM, 129 for SIGHUP).
 Never a traceback for bad input.
 """
@@ -30,11 +32,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from trainop.api.common import TrainingJob
-    from trainop.backends.local.api import LocalBackend
+    from trainop.cli.backend import Backend
     from trainop.cli.stop_signals import StopSignals
     from trainop.cli.watch import RunView
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_BACKEND = 5  # the backend cannot be used: no kubeconfig, cluster unreachable or refusing, no CRDs
 
 app = typer.Typer(
     name="trainop",
@@ -56,6 +59,35 @@ if _COMPLETE_VAR in os.environ:
     completion_init()
 
 NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the job.")]
+_WHERE = "Where jobs run"
+BackendOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        help="local (this machine; the default) or kubernetes (the cluster of the kubeconfig); "
+        "default $TRAINOP_BACKEND.",
+        rich_help_panel=_WHERE,
+        show_default=False,
+    ),
+]
+KubeconfigOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--kubeconfig",
+        help="Kubeconfig file (default $KUBECONFIG, ~/.kube/config); implies --backend kubernetes.",
+        rich_help_panel=_WHERE,
+        show_default=False,
+    ),
+]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        help="Kubeconfig context (default its current one); implies --backend kubernetes.",
+        rich_help_panel=_WHERE,
+        show_default=False,
+    ),
+]
 _JobName = Annotated[
     str, typer.Argument(metavar="NAME", autocompletion=lambda ctx, incomplete: _job_names(ctx, incomplete))
 ]
@@ -106,10 +138,35 @@ def _user_env() -> dict[str, str]:
     return env
 
 
-def _backend() -> LocalBackend:
-    from trainop.backends.local.api import LocalBackend
+_current: Backend | None = None  # the command's backend (the not-found hint asks it where else to look)
 
-    backend = LocalBackend(env=_user_env(), spawner=_fork_spawner)
+
+def _backend(name: str | None = None, kubeconfig: str | None = None, context: str | None = None) -> Backend:
+    """The backend the command's --backend/--kubeconfig/--context (or $TRAINOP_BACKEND) choose; a
+    choice that cannot be used is one line and exit 2 (a bad option) or 5 (the cluster)."""
+    global _current
+    from trainop.cli.backend import SelectionError, build_selection
+
+    try:
+        chosen = build_selection(name, kubeconfig, context, os.environ)
+    except SelectionError as exc:
+        _fail(str(exc), EXIT_INVALID)
+    backend: Backend
+    if chosen.backend == "kubernetes":
+        from trainop.backends.kubernetes.jobs import ClusterError, KubernetesBackend
+
+        try:
+            backend = KubernetesBackend(chosen.kubeconfig, chosen.context)
+        except ClusterError as exc:
+            _fail(str(exc), EXIT_BACKEND)
+        import atexit
+
+        atexit.register(backend.close)  # its connections, and the thread its requests run on
+    else:
+        from trainop.backends.local.api import LocalBackend
+
+        backend = LocalBackend(env=_user_env(), spawner=_fork_spawner)
+    _current = backend
     # Collection was paused during start-up (trainop/cli/__init__.py). What start-up made lives as long
     # as the process: freeze it (no collector pass ever scans it, none is spent on it now), then
     # collect as usual for what long-running commands (run, logs -f) allocate from here on.
@@ -161,7 +218,7 @@ def _base_dir(file: Path) -> Path:
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a backend call, turning its typed errors into messages and exit codes."""
     from trainop.api.errors import InvalidJobError
-    from trainop.backends.base import JobAlreadyExistsError, JobNotFoundError, WaitTimeoutError
+    from trainop.backends.base import BackendError, JobAlreadyExistsError, JobNotFoundError, WaitTimeoutError
     from trainop.backends.local.api import ReplicaNotFoundError
     from trainop.backends.local.paths import StateDirError, UnsafePathError
 
@@ -177,18 +234,31 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         _fail(str(exc), EXIT_NOT_FOUND)
     except WaitTimeoutError as exc:
         _fail(str(exc), EXIT_TIMEOUT)
+    except BackendError as exc:
+        _fail(str(exc), _backend_error_code(exc))
+
+
+def _backend_error_code(exc: Exception) -> int:
+    """A cluster that refused the job (its webhook, the API's validation) is bad input, exit 2; one
+    that cannot be used is exit 5; the cluster serves no logs for a pod: 3, as nothing found."""
+    from trainop.backends.kubernetes.jobs import JobRejectedError, LogsUnavailableError
+
+    if isinstance(exc, JobRejectedError):
+        return EXIT_INVALID
+    if isinstance(exc, LogsUnavailableError):
+        return EXIT_NOT_FOUND
+    return EXIT_BACKEND
 
 
 def _found_elsewhere(name: str, namespace: str, kind: str | None) -> str:
     """Where a job of that name is, when it is not where the command looked (another namespace or
     kind), as a hint to append to the not-found message."""
-    from trainop.backends.local.api import LocalBackend
-
-    backend = LocalBackend(env=_user_env())
+    if _current is None:
+        return ""
     try:
-        rows = [r for r in backend.store.list_jobs() if r.name == name]
-    finally:
-        backend.close()
+        rows = [j for j in _current.list_jobs(None) if j.name == name]
+    except Exception:  # a hint only: never a second error
+        return ""
     same_ns = [r for r in rows if r.namespace == namespace and r.kind != kind]
     if same_ns:
         from trainop.api.kinds import KIND_INFO
@@ -244,17 +314,30 @@ def _job_names(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of a job name: the jobs of the namespace typed so far (-n), never an error
     (a completion that fails prints nothing), never a home created for it."""
     try:
-        from trainop.backends.local.api import LocalBackend
+        params = ctx.params if ctx else {}
+        from trainop.cli.backend import build_selection
 
-        backend = LocalBackend(env=os.environ)
-        if not backend.paths.home.is_dir():
-            return []
+        chosen = build_selection(
+            params.get("backend") or params.get("backend_name"),
+            params.get("kubeconfig"),
+            params.get("context"),
+            os.environ,
+        )
+        backend: Backend
+        if chosen.backend == "kubernetes":
+            from trainop.backends.kubernetes.jobs import KubernetesBackend
+
+            backend = KubernetesBackend(chosen.kubeconfig, chosen.context)
+        else:
+            from trainop.backends.local.api import LocalBackend
+
+            backend = LocalBackend(env=os.environ)
         try:
-            namespace = (ctx.params.get("namespace") if ctx else None) or "default"
-            rows = backend.store.list_jobs(namespace)
+            namespace = params.get("namespace") or "default"
+            names = backend.known_names(namespace)
         finally:
             backend.close()
-        return sorted(r.name for r in rows if r.name.startswith(incomplete))
+        return sorted(n for n in names if n.startswith(incomplete))
     except Exception:
         return []
 
@@ -293,15 +376,19 @@ def submit(
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Override metadata.namespace.")
     ] = None,
+    backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
-    """Submit job(s) and return at once; each keeps running under its own supervisor."""
-    backend = _backend()
+    """Submit job(s) and return at once; each keeps running under its own supervisor (on a cluster:
+    the operator's)."""
+    target = _backend(backend, kubeconfig, context)
     manifests = _read_manifests(file)
     if len(manifests) > 1:  # validate all first, so a bad second document does not leave half a submit
         for m in manifests:
-            _call(backend.prepare, m)
+            _call(target.prepare, m)
     for m in manifests:  # (submit validates each one itself)
-        job = _call(backend.submit, m, base_dir=_base_dir(file), namespace=namespace)
+        job = _call(target.submit, m, base_dir=_base_dir(file), namespace=namespace)
         typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")
 
 
@@ -376,6 +463,9 @@ def run(
             "--dry-run", help="Print the job's YAML instead of running it (kubectl apply -f takes it)."
         ),
     ] = False,
+    backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """Submit a job, stream its logs prefixed by replica, show its status; exit 0 on Succeeded, 1 on
     Failed. Ctrl-C, SIGTERM or SIGHUP stops the replicas (SIGTERM, then SIGKILL after the grace
@@ -388,21 +478,34 @@ def run(
     # Installed first: from here to the exit a stop signal is never the default (dying on the spot).
     signals = StopSignals.install()
     try:
-        backend, manifest, base_dir, announce = _prepare_run(
-            args, namespace, dry_run, nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts
+        where = (backend, kubeconfig, context)
+        target, manifest, base_dir, announce = _prepare_run(
+            args,
+            namespace,
+            dry_run,
+            where,
+            nnodes,
+            workers,
+            nproc_per_node,
+            j,
+            name,
+            image,
+            env,
+            gpu,
+            max_restarts,
         )
-        if backend is None:
+        if target is None:
             return  # --dry-run
-        job = _submit_attached(backend, signals, manifest, base_dir, namespace)
+        job = _submit_attached(target, signals, manifest, base_dir, namespace)
     except Interrupted as exc:  # before the job existed: nothing to stop
         raise typer.Exit(compute_exit_code(exc.signum)) from None
-    code = _watch(backend, job, stream_logs=logs, signals=signals, announce=announce)
+    code = _watch(target, job, stream_logs=logs, signals=signals, announce=announce)
     raise typer.Exit(code)
 
 
 def _prepare_run(
-    args: list[str] | None, namespace: str | None, dry_run: bool, *opts: Any
-) -> tuple[LocalBackend | None, dict[str, Any], Path, bool]:
+    args: list[str] | None, namespace: str | None, dry_run: bool, where: tuple[str | None, ...], *opts: Any
+) -> tuple[Backend | None, dict[str, Any], Path, bool]:
     """run's manifest (from FILE, or built from a command) and backend; no backend for --dry-run,
     which printed it. ``announce``: the job's name is generated, so run says which it is."""
     nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts = opts
@@ -427,13 +530,13 @@ def _prepare_run(
         if dry_run:
             _dump(manifest, "yaml")
             return None, manifest, file, False
-        backend = _backend()
+        backend = _backend(*where)
         manifests = [manifest]
     else:
         if len(argv) != 1:
             _fail("run takes one FILE, or a command to run (trainop run --help)", EXIT_INVALID)
         file = Path(argv[0])
-        backend = _backend()
+        backend = _backend(*where)
         manifests = _read_manifests(file)
         if len(manifests) != 1:
             _fail(
@@ -449,7 +552,7 @@ def _prepare_run(
 
 
 def _submit_attached(
-    backend: LocalBackend,
+    backend: Backend,
     signals: StopSignals,
     manifest: dict[str, Any],
     base_dir: Path,
@@ -522,7 +625,7 @@ def _script_manifest(argv: list[str], namespace: str | None, *opts: Any) -> dict
 
 
 def _watch(
-    backend: LocalBackend, job: TrainingJob, *, stream_logs: bool, signals: StopSignals, announce: bool
+    backend: Backend, job: TrainingJob, *, stream_logs: bool, signals: StopSignals, announce: bool
 ) -> int:
     """Follow the job to its end; a stop signal recorded at any moment before it finished (during the
     submit included) stops it and keeps it (``_interrupted``). The terminal or pipe going away while
@@ -541,9 +644,7 @@ def _watch(
     try:
         if announce:
             typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")  # a generated name: which one
-        row = backend.store.find_job(ns, name)
-        assert row is not None
-        view = RunView(backend, row, console, stream_logs=stream_logs)
+        view = RunView(backend.feed(job), job, console, stream_logs=stream_logs)
         live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
         if live is not None:
             live.start()
@@ -560,13 +661,11 @@ def _watch(
             else:
                 view.print_status_if_changed(last)
             if is_finished(last):
-                # Let the last lines land: until the job's processes ended (at most 2 s more).
+                # Let the last lines land: until the job's replicas ended (at most 2 s more).
                 finish_deadline = finish_deadline or time.monotonic() + 2.0
-                current = backend.store.get_job(row.uid)
-                unfinished = backend.store.list_processes(row.uid, unfinished=True) if current else []
-                if not unfinished or time.monotonic() >= finish_deadline:
+                if not view.still_running() or time.monotonic() >= finish_deadline:
                     if stream_logs:
-                        view.emit(view.follower.poll())
+                        view.emit(view.feed.poll_lines())
                     break
             time.sleep(0.2)
     except OSError as exc:
@@ -604,7 +703,7 @@ def _watch(
     return EXIT_OK if state == "Succeeded" else EXIT_FAILED
 
 
-def _interrupted(backend: LocalBackend, job: TrainingJob, signals: StopSignals, view: RunView | None) -> int:
+def _interrupted(backend: Backend, job: TrainingJob, signals: StopSignals, view: RunView | None) -> int:
     """Stop the job and keep it (cli/interrupt.py): suspended and marked interrupted, its replicas'
     shutdown output streamed, a second stop signal kills them now; 128 + the signal. Were run killed
     anyway, the job's supervisor makes the same stop (backends/local/attach.py)."""
@@ -620,7 +719,64 @@ def _interrupted(backend: LocalBackend, job: TrainingJob, signals: StopSignals, 
         except OSError:  # the terminal or reader is gone: the replicas still get stopped
             _silence_output()
 
+    from trainop.backends.local.api import LocalBackend
+
+    if not isinstance(backend, LocalBackend):
+        return _stop_on_cluster(backend, job, signals, lambda text: _say(err, text), stream)
     return stop_and_keep(backend, job, signals, lambda text: _say(err, text), stream)
+
+
+def _stop_on_cluster(backend: Backend, job: TrainingJob, signals: StopSignals, say: Any, stream: Any) -> int:
+    """run's stop on a cluster, as stop_and_keep's here: the job is suspended and marked interrupted
+    (the operator deletes its pods: SIGTERM, SIGKILL after their grace period), what they print is
+    streamed until they are gone; a second signal deletes them at once. The job is kept."""
+    import signal
+
+    from trainop.backends.base import JobNotFoundError
+    from trainop.backends.waiting import PollTimeout, poll_until
+    from trainop.cli.interrupt import MARGIN, compute_longest_grace, detect_stopped, detect_suspend_seen
+    from trainop.cli.stop_signals import compute_exit_code, describe_signal
+
+    signum = signals.received or signal.SIGHUP
+    name, ns = job.name, job.namespace
+    flags = f" -n {ns}" if ns != "default" else ""
+    by = "" if signum == signal.SIGINT else f" by {describe_signal(signum)}"
+    say(
+        f"interrupted{by}: suspending {job.kind} {name} (the operator stops its pods: SIGTERM, SIGKILL after "
+        "their grace period; a second signal deletes them now); the job is kept"
+    )
+    killed = False
+
+    def read() -> tuple[TrainingJob, int]:
+        nonlocal killed
+        stream()
+        current = backend.get(name, ns)
+        if signals.count > 1 and not killed and detect_suspend_seen(current):
+            backend.kill_replicas(name, ns)
+            killed = True
+        return current, len(backend.pods(name, ns))
+
+    try:
+        backend.set_suspend(name, True, ns, interrupted=True)
+        poll_until(
+            read,
+            lambda seen: detect_stopped(seen[0], seen[1], 0),
+            timeout=compute_longest_grace(job) + MARGIN,
+            interval=0.2,
+        )
+    except JobNotFoundError:
+        say(f"{job.kind} {name} is gone (deleted elsewhere)")
+    except PollTimeout:
+        say(
+            f"{job.kind} {name} interrupted, but its pods are not all gone yet; the job is kept "
+            f"(trainop get pods {name}{flags} --backend kubernetes shows them)"
+        )
+    else:
+        say(
+            f"{job.kind} {name} interrupted: its pods were stopped; the job is kept (trainop resume {name}{flags} "
+            f"--backend kubernetes runs it again; trainop delete {name}{flags} --backend kubernetes removes it)"
+        )
+    return compute_exit_code(signum)
 
 
 def _say(console: Console, text: str) -> None:
@@ -723,13 +879,16 @@ def get(
     watch: Annotated[
         bool, typer.Option("--watch", "-w", help="After the list, a row each time one changes (Ctrl-C ends).")
     ] = False,
+    backend_name: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """List jobs (NAME, STATE, AGE, REPLICAS), or their replicas with get pods, like kubectl get."""
     from trainop.cli.listing import POD_WORDS
 
     _output(output)
     reqs = _selector(selector)
-    backend = _backend()
+    backend = _backend(backend_name, kubeconfig, context)
     scope = None if all_namespaces else namespace
     if kind_or_name and kind_or_name.lower() in POD_WORDS:
         _get_pods(backend, scope, name, reqs, output, watch)
@@ -775,8 +934,10 @@ def get(
         for j in current():
             restarts = None
             if wide:
-                row = backend.store.find_job(j.namespace, j.name)
-                restarts = job_restarts(backend.store.list_pods(row.uid)) if row else 0
+                try:
+                    restarts = job_restarts(backend.pods(j.name, j.namespace))
+                except JobNotFoundError:  # deleted since the list
+                    restarts = 0
             rows[(j.namespace, j.name)] = build_job_row(
                 j, compute_display_state(j), all_namespaces, kind, restarts, now
             )
@@ -805,7 +966,7 @@ def _print_and_watch(columns: list[str], snapshot: Any, watch: bool, state_colum
 
 
 def _get_pods(
-    backend: LocalBackend, scope: str | None, name: str | None, reqs: Any, output: str | None, watch: bool
+    backend: Backend, scope: str | None, name: str | None, reqs: Any, output: str | None, watch: bool
 ) -> None:
     """The replicas as kubectl get pods shows pods: NAME READY STATUS RESTARTS AGE (wide: PID, PORT,
     NODE, JOB). ``name`` is a pod's name or a job's."""
@@ -834,33 +995,38 @@ def _get_pods(
     _print_and_watch(columns, snapshot, watch, "STATUS")
 
 
-def _no_jobs(backend: LocalBackend, kind: str | None, namespace: str | None) -> str:
+def _no_jobs(backend: Backend, kind: str | None, namespace: str | None) -> str:
     """What `get` says when it lists nothing: where it looked, and where the jobs are instead."""
     what = f"{kind}s" if kind else "jobs"
     where = f"in namespace {namespace}" if namespace is not None else "in any namespace"
-    elsewhere = [r for r in backend.store.list_jobs(None, kind) if r.namespace != namespace]
+    elsewhere = [j for j in backend.list_jobs(None, kind) if j.namespace != namespace]
     if namespace is not None and elsewhere:
         spaces = ", ".join(sorted({r.namespace for r in elsewhere}))
         return (
             f"No {what} {where}; {len(elsewhere)} in other namespaces ({spaces}): trainop get -A lists them."
         )
-    if kind is not None and backend.store.list_jobs(namespace):
+    if kind is not None and backend.list_jobs(namespace):
         return f"No {what} {where} (trainop get lists the jobs of every kind)."
-    if not backend.store.list_jobs():
+    if not backend.list_jobs():
         return (
-            f"No jobs in {backend.paths.home} (TRAINOP_HOME). "
+            f"No jobs in {backend.where()}. "
             "Start one with: trainop run FILE (or trainop submit FILE to return at once)."
         )
     return f"No {what} {where}."
 
 
 @app.command()
-def describe(name: _JobName, namespace: NamespaceOpt = "default") -> None:
+def describe(
+    name: _JobName,
+    namespace: NamespaceOpt = "default",
+    backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
     """Spec summary, conditions, replica statuses, processes and events of a job."""
     from trainop.cli.describe import print_details
 
-    backend = _backend()
-    details = _call(backend.describe, name, namespace)
+    details = _call(_backend(backend, kubeconfig, context).describe, name, namespace)
     print_details(_console(), details)
 
 
@@ -893,6 +1059,9 @@ def logs(
         ),
     ] = False,
     namespace: NamespaceOpt = "default",
+    backend_name: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """Print a job's logs (all replicas prefixed, or one replica as is)."""
     from rich.text import Text
@@ -913,7 +1082,7 @@ def logs(
             cutoff = time.time() - parse_duration(since)
         except ValueError as exc:
             _fail(str(exc), EXIT_INVALID)
-    backend = _backend()
+    backend = _backend(backend_name, kubeconfig, context)
     console = _console()
     colors: dict[str, str] = {}
     job = _call(backend.get, name, namespace)
@@ -926,8 +1095,7 @@ def logs(
     )
     attempts = None
     if cutoff is not None:
-        row = backend.store.find_job(namespace, name)
-        attempts = compute_attempts_since(backend.store.list_processes(row.uid) if row else [], name, cutoff)
+        attempts = compute_attempts_since(_call(backend.runs, name, namespace), name, cutoff)
     chooser = LineFilter(backlog, tail, attempts)
     lines = _call(
         backend.logs, name, namespace, replica=replica, container=container, follow=follow, previous=previous
@@ -978,6 +1146,9 @@ def delete(
         typer.Option("--grace-period", help="Seconds between SIGTERM and SIGKILL (default: the pod's)."),
     ] = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Return once every process is gone.")] = True,
+    backend_name: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """Delete jobs: SIGTERM to every replica, SIGKILL after terminationGracePeriodSeconds; state and logs go.
     A name that is not found does not stop the others (exit 3 at the end, as kubectl)."""
@@ -994,7 +1165,7 @@ def delete(
             + (f" (one of them, not {' and '.join(ways)})" if ways else ""),
             EXIT_INVALID,
         )
-    backend = _backend()
+    backend = _backend(backend_name, kubeconfig, context)
     targets: list[tuple[str, str, str | None]] = [
         (n, namespace, kind) for n in args
     ]  # (name, namespace, kind)
@@ -1034,6 +1205,9 @@ def wait(
     ] = "Succeeded",
     timeout: Annotated[str, typer.Option("--timeout", help="e.g. 30s, 10m, 1h.")] = "30m",
     namespace: NamespaceOpt = "default",
+    backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
 ) -> None:
     """Wait for a condition; exit 0 when reached, 1 if the job finished otherwise, 4 on timeout."""
     from trainop.api.constants import CONDITION_TYPES
@@ -1047,7 +1221,7 @@ def wait(
         seconds = parse_duration(timeout)
     except ValueError as exc:
         _fail(str(exc), EXIT_INVALID)
-    job = _call(_backend().wait, name, [match], namespace, seconds)
+    job = _call(_backend(backend, kubeconfig, context).wait, name, [match], namespace, seconds)
     conds = (job.status.conditions if job.status else None) or []
     if any(c.type == match and c.status == "True" for c in conds):
         typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} condition met: {match}")
@@ -1066,7 +1240,9 @@ def render(
     _check_output(output, ("yaml", "json"))
     if backend_name not in ("local", "kubernetes"):
         _fail(f'unknown backend "{backend_name}"; use local or kubernetes', EXIT_INVALID)
-    backend = _backend()
+    from trainop.backends.local.api import LocalBackend
+
+    backend = LocalBackend(env=_user_env())  # a pure dry run: nothing is read or written
     out: list[dict[str, Any]] = []
     for m in _read_manifests(file):
         out.extend(_call(backend.render, m, backend_name, namespace))
@@ -1074,16 +1250,28 @@ def render(
 
 
 @app.command()
-def suspend(name: _JobName, namespace: NamespaceOpt = "default") -> None:
+def suspend(
+    name: _JobName,
+    namespace: NamespaceOpt = "default",
+    backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
     """Suspend a job (runPolicy.suspend=true): its replicas are stopped until resume."""
-    job = _call(_backend().set_suspend, name, True, namespace)
+    job = _call(_backend(backend, kubeconfig, context).set_suspend, name, True, namespace)
     typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} suspended")
 
 
 @app.command()
-def resume(name: _JobName, namespace: NamespaceOpt = "default") -> None:
+def resume(
+    name: _JobName,
+    namespace: NamespaceOpt = "default",
+    backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
     """Resume a suspended job: its replicas start again."""
-    job = _call(_backend().set_suspend, name, False, namespace)
+    job = _call(_backend(backend, kubeconfig, context).set_suspend, name, False, namespace)
     typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} resumed")
 
 

@@ -1,28 +1,25 @@
 """``trainop run``'s view of a running job (I/O adapter over ``live`` and ``lines``): replica output
 prefixed per replica (a partial ``\\r`` line updates in place inside the live status on a TTY), the
 status lines, crash-loop notices, and the ending (failure summary, replicas left running, a job
-deleted elsewhere). It reads the store and log files; it never changes a job.
+deleted elsewhere). It reads through the backend's ``JobFeed`` (the same on this machine and on a
+cluster); it never changes a job.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.text import Text
 
-from trainop.backends.local.api import LogFollower
 from trainop.cli import live
 from trainop.cli.lines import prefix_label, render_line
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.backends.base import LogLine
-    from trainop.backends.local.api import LocalBackend
-    from trainop.backends.local.store import JobRow, ProcessRow
+    from trainop.backends.base import ContainerRun, JobFeed, LogLine
 
 PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 STATE_STYLES = {
@@ -31,20 +28,11 @@ STATE_STYLES = {
     "Running": "bold cyan",
     "Suspended": "yellow",
 }
-_TAIL_BYTES = 16384
 
 
-def read_tail(path: str, n: int = live.TAIL_LINES) -> list[str]:
-    """The last ``n`` non-blank lines of a log file, each as a terminal would show it."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(size - _TAIL_BYTES, 0))
-            data = fh.read()
-    except OSError:
-        return []
-    lines = [render_line(t) for t in data.decode(errors="replace").splitlines()]
+def build_tail(raw: Sequence[str], n: int = live.TAIL_LINES) -> list[str]:
+    """The last ``n`` non-blank lines of a replica's output, each as a terminal would show it."""
+    lines = [render_line(t) for t in raw]
     return [t for t in lines if t.strip()][-n:]
 
 
@@ -63,10 +51,9 @@ class RunView:
     """One ``run``'s output: call ``poll`` each tick, ``renderable`` for the live region (a TTY),
     ``changed_status`` for a log file, and ``ending`` or ``gone`` once."""
 
-    def __init__(self, backend: LocalBackend, row: JobRow, console: Console, *, stream_logs: bool) -> None:
-        self.backend, self.row, self.console = backend, row, console
+    def __init__(self, feed: JobFeed, job: TrainingJob, console: Console, *, stream_logs: bool) -> None:
+        self.feed, self.name, self.console = feed, job.name, console
         self.stream_logs = stream_logs
-        self.follower = LogFollower(backend, row)
         self.started = time.monotonic()
         self.colors: dict[str, str] = {}
         self.width = 0
@@ -74,7 +61,7 @@ class RunView:
         self.pods: list[dict[str, Any]] = []
         self.printed_status: list[str] = []
         self.defaults: set[str] = set()
-        self.flags = f" -n {row.namespace}" if row.namespace != "default" else ""
+        self.flags = f" -n {job.namespace}" if job.namespace != "default" else ""
 
     @property
     def elapsed(self) -> float:
@@ -99,8 +86,10 @@ class RunView:
         """New output, then the pods as they are now, and a notice for each replica's first restart."""
         self.defaults = default_containers(job)
         if self.stream_logs:
-            self.emit(self.follower.poll())
-        self.pods = self.backend.store.list_pods(self.row.uid)
+            self.emit(self.feed.poll_lines())
+            for note in self.feed.notes():
+                self.console.print(Text(note, style="yellow"))
+        self.pods = self.feed.pods()
         views = live.build_replica_views(job, self.pods, time.time())
         fresh = live.detect_first_restarts(self.noticed, views)
         if not fresh:
@@ -117,10 +106,10 @@ class RunView:
     def _partials(self) -> list[Text]:
         """The replicas' unfinished lines (a progress bar between two ``\\r``), as they look now."""
         out = []
-        for (pod, container), (_, _, rest) in sorted(self.follower.open.items()):
-            text = render_line(rest.decode(errors="replace")) if rest else ""
+        for line in self.feed.partial_lines():
+            text = render_line(line.text)
             if text.strip():
-                label = self._label(pod.removeprefix(f"{self.row.name}-"), container)
+                label = self._label(line.replica, line.container)
                 t = self._prefixed(label, text)
                 t.no_wrap, t.overflow = True, "ellipsis"
                 out.append(t)
@@ -146,31 +135,20 @@ class RunView:
                 self.console.print(t)
 
     def close(self) -> None:
-        for _, fh, _ in self.follower.open.values():
-            fh.close()
-        self.follower.open.clear()
+        self.feed.close()
 
     # ---- endings ----
 
-    def _processes(self) -> list[ProcessRow]:
-        return [p for p in self.backend.store.list_processes(self.row.uid) if not p.init]
+    def _processes(self) -> list[ContainerRun]:
+        return self.feed.runs()
 
     def _tails(self, labels: set[str], *, finished_only: bool = False) -> dict[str, list[str]]:
-        latest: dict[str, ProcessRow] = {}
-        for p in self._processes():
-            label = p.pod.removeprefix(f"{self.row.name}-")
-            if label not in labels or (finished_only and p.finished_at is None):
-                continue
-            if p.container not in self.defaults and label in latest:
-                continue
-            if label not in latest or p.attempt >= latest[label].attempt:
-                latest[label] = p
-        return {label: read_tail(p.log_path) for label, p in latest.items() if Path(p.log_path).exists()}
+        raw = self.feed.tails(labels, self.defaults, finished_only=finished_only)
+        return {label: build_tail(lines) for label, lines in raw.items()}
 
     def still_running(self) -> list[str]:
         """Replicas whose processes still run (what cleanPodPolicy left behind)."""
-        pods = {p.pod for p in self.backend.store.list_processes(self.row.uid, unfinished=True)}
-        return sorted(p.removeprefix(f"{self.row.name}-") for p in pods)
+        return self.feed.running_replicas()
 
     def ending(self, job: TrainingJob) -> list[Text]:
         """``PyTorchJob x Failed after 3.1s`` and, unless it succeeded, what failed and where to look;
@@ -184,7 +162,7 @@ class RunView:
             )
         ]
         if state != "Succeeded":
-            views = live.build_replica_views(job, self.backend.store.list_pods(self.row.uid), None)
+            views = live.build_replica_views(job, self.feed.pods(), None)
             processes = self._processes()
             culprit = live.detect_failed_replica(job.name, processes, views)
             tails = self._tails({culprit[0]}) if culprit else {}

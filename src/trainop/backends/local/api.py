@@ -28,13 +28,21 @@ from pathlib import Path
 from typing import Any
 
 from trainop.api.common import TrainingJob
-from trainop.api.constants import ANNOTATION_ATTACHED_CLIENT, ANNOTATION_INTERRUPTED, ENV_TRAINOP_JOB_UID
+from trainop.api.constants import (
+    ANNOTATION_ATTACHED_CLIENT,
+    ANNOTATION_INTERRUPTED,
+    ENV_TRAINOP_JOB_UID,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+)
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
 from trainop.api.names import validate_dns1123_label
 from trainop.backends.base import (
     BackendError,
+    ContainerRun,
+    JobFeed,
     JobNotFoundError,
     LogLine,
     WaitTimeoutError,
@@ -95,9 +103,10 @@ class JobDetails:
     events: list[EventRow]
     processes: list[ProcessRow]
     ports: dict[tuple[str, int], int]
-    supervisor: SupervisorInfo
+    supervisor: SupervisorInfo | None  # None on a cluster: its operator supervises every job
     deleting: bool = False
     images: list[str] = field(default_factory=list)
+    cluster: str = ""  # where the job is, when a cluster's (backends/kubernetes/jobs.py)
 
 
 def build_generated_name(prefix: str) -> str:
@@ -390,6 +399,57 @@ class LocalBackend:
 
     def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
         return self.store.list_pods(self._row(name, namespace).uid)
+
+    def replica_pods(self, namespace: str | None) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
+        """(job, pod, port) of every pod of the jobs in ``namespace`` (None: all); ``port`` is the free
+        port the replica was given here."""
+        out: list[tuple[TrainingJob, dict[str, Any], int | None]] = []
+        for job in self.list_jobs(namespace):
+            row = self.store.find_job(job.namespace, job.name)
+            if row is None:
+                continue
+            ports = self.store.job_ports(row.uid)
+            for pod in self.store.list_pods(row.uid):
+                labels = (pod.get("metadata") or {}).get("labels") or {}
+                rtype = str(labels.get(LABEL_REPLICA_TYPE, ""))
+                index = str(labels.get(LABEL_REPLICA_INDEX, ""))
+                port = next(
+                    (p for (t, i), p in ports.items() if t.lower() == rtype and str(i) == index), None
+                )
+                out.append((job, pod, port))
+        return out
+
+    def runs(self, name: str, namespace: str = "default") -> list[ContainerRun]:
+        """Every run of every container of the job (``logs --since`` picks the attempts alive since)."""
+        return list(self.store.list_processes(self._row(name, namespace).uid))
+
+    def feed(self, job: TrainingJob) -> JobFeed:
+        """What ``trainop run`` watches the job through (backends/local/feed.py)."""
+        from trainop.backends.local.feed import LocalFeed
+
+        return LocalFeed(self, self._row(job.name, job.namespace))
+
+    def kill_replicas(self, name: str, namespace: str = "default") -> None:
+        """SIGKILL every replica session of the job that still runs, recorded or only marked (started,
+        not yet recorded): ``trainop run``'s second Ctrl-C. The supervisor's record follows."""
+        row = self._row(name, namespace)
+        sessions = [
+            (p.pid, p.ticks)
+            for p in self.store.list_processes(row.uid, unfinished=True)
+            if p.pid is not None and p.boot == procs.boot_id()
+        ]
+        stop_sessions(sessions, 0.0)
+        procs.kill_marked(ENV_TRAINOP_JOB_UID, row.uid)
+
+    def where(self) -> str:
+        """Where this backend's jobs are, for messages (``No jobs in …``)."""
+        return f"{self.paths.home} (TRAINOP_HOME)"
+
+    def known_names(self, namespace: str) -> list[str]:
+        """Job names for shell completion: never an error, never a home created for it."""
+        if not self.paths.home.is_dir():
+            return []
+        return [r.name for r in self.store.list_jobs(namespace)]
 
     def _supervisor_info(self, row: JobRow) -> SupervisorInfo:
         alive = row.supervisor_pid is not None and procs.is_alive(

@@ -1,0 +1,678 @@
+"""The CLI's cluster backend: the job operations ``trainop`` uses on this machine (submit, get, list,
+describe, delete, suspend/resume, wait, logs and run's feed), against a cluster through a kubeconfig.
+
+An API client like kubectl: it reads and writes jobs and reads their pods and events; the operator
+on the cluster decides everything else. Requests go through client.py's rate-limited async client,
+run on a private event-loop thread so the CLI's code stays synchronous. No reconcile rules here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import copy
+import queue
+import threading
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import httpx2 as httpx
+from lightkube import ALL_NS
+from lightkube.core.exceptions import ApiError, ConfigError
+from lightkube.types import CascadeType, PatchType
+
+from trainop.api.common import TrainingJob
+from trainop.api.constants import ANNOTATION_INTERRUPTED, LABEL_JOB_NAME
+from trainop.api.errors import InvalidJobError
+from trainop.api.kinds import KIND_INFO
+from trainop.api.load import parse_job
+from trainop.backends.base import (
+    BackendError,
+    ContainerRun,
+    JobAlreadyExistsError,
+    JobFeed,
+    JobNotFoundError,
+    LogLine,
+    WaitTimeoutError,
+    detect_state,
+    is_finished,
+)
+from trainop.backends.kubernetes import resources as r
+from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
+from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, build_job_done, poll_until
+
+T = TypeVar("T")
+
+WAIT_POLL = 1.0  # seconds between reads while waiting for a condition (a watch would be one request)
+DELETE_TIMEOUT = 120.0  # a job still there this long after its deletion: finalizers, or no GC
+TAIL_KEPT = 20  # lines kept per container for the failure summary's tail
+CLI_QPS, CLI_BURST = 20.0, 40  # kubectl's own client-side limits are 5/10 (and more for discovery)
+_GENERATED = "00000000-0000-0000-0000-000000000000"
+
+
+class ClusterError(BackendError):
+    """The cluster cannot be used as asked: no kubeconfig, unreachable, refused, no CRDs. One line
+    saying what to change."""
+
+
+class JobRejectedError(BackendError):
+    """The cluster refused the job as invalid: its admission webhook, or the API server's own
+    validation (the CRD's schema). The message is the cluster's."""
+
+
+class LogsUnavailableError(BackendError):
+    """The cluster serves no logs for a pod (kwok's pods, a node whose kubelet cannot be reached)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodRun:
+    """A container run as a pod's container status tells it (a ``ContainerRun``)."""
+
+    pod: str
+    container: str
+    attempt: int
+    exit_code: int | None
+    finished_at: float | None
+
+
+def _ts(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def build_pod_runs(pods: Sequence[Mapping[str, Any]]) -> list[PodRun]:
+    """The runs of each pod's main containers: the previous one (``lastState.terminated``) and the
+    current one (running, or terminated). Pure."""
+    out: list[PodRun] = []
+    for pod in pods:
+        name = str((pod.get("metadata") or {}).get("name", ""))
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            restarts = int(cs.get("restartCount") or 0)
+            last = (cs.get("lastState") or {}).get("terminated")
+            if last and restarts:
+                out.append(
+                    PodRun(
+                        name,
+                        cs["name"],
+                        restarts - 1,
+                        int(last.get("exitCode") or 0),
+                        _ts(last.get("finishedAt")),
+                    )
+                )
+            state = cs.get("state") or {}
+            if "terminated" in state:
+                term = state["terminated"] or {}
+                code = int(term.get("exitCode") or 0)
+                out.append(PodRun(name, cs["name"], restarts, code, _ts(term.get("finishedAt")) or 0.0))
+            elif "running" in state:
+                out.append(PodRun(name, cs["name"], restarts, None, None))
+    return out
+
+
+def _replica(job_name: str, pod: str) -> str:
+    return pod[len(job_name) + 1 :] if pod.startswith(f"{job_name}-") else pod
+
+
+def _is_missing_type(exc: BaseException) -> bool:
+    """A 404 for the resource type itself (its CRD is not installed), not for an object."""
+    if not isinstance(exc, ApiError) or api_status_code(exc) != 404:
+        return False
+    details = exc.status.details
+    return details is None or not details.name
+
+
+class KubernetesBackend:
+    """Job operations against the cluster of a kubeconfig (``--kubeconfig``, ``$KUBECONFIG``,
+    ``~/.kube/config`` or the in-cluster service account) and context."""
+
+    def __init__(
+        self, kubeconfig: str | None = None, context: str | None = None, *, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
+        try:
+            self.config = load_config(kubeconfig, context)
+        except (ConfigError, OSError, KeyError, ValueError) as exc:
+            where = (
+                f"kubeconfig {kubeconfig}" if kubeconfig else "the kubeconfig ($KUBECONFIG or ~/.kube/config)"
+            )
+            raise ClusterError(
+                f"cannot use {where}"
+                + (f" context {context!r}" if context else "")
+                + f": {exc}; pass --kubeconfig/--context, or run on this machine with --backend local"
+            ) from None
+        self.clock = clock
+        self.server = self.config.cluster.server
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="trainop-kube", daemon=True)
+        self._thread.start()
+        try:
+            self.client: KubeClient = build_client(
+                self.config, qps=CLI_QPS, burst=CLI_BURST, field_manager="trainop-cli", max_connections=8
+            )
+        except ValueError as exc:
+            self._stop_loop()
+            raise ClusterError(f"{exc}; or run on this machine with --backend local") from None
+        self._kinds: dict[tuple[str, str], str] = {}  # (namespace, name) → kind, once seen
+
+    # --- plumbing ---------------------------------------------------------------------------------
+    def where(self) -> str:
+        return f"the cluster at {self.server} (context {self.config.context_name})"
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the client's loop; transport and authorization failures become one line."""
+        try:
+            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        except httpx.TransportError as exc:
+            raise ClusterError(
+                f"cannot reach {self.where()}: {exc or type(exc).__name__}; start it, or choose another with "
+                "--kubeconfig/--context (or run on this machine with --backend local)"
+            ) from None
+        except ApiError as exc:
+            if api_status_code(exc) in (401, 403) and "admission webhook" not in (exc.status.message or ""):
+                raise ClusterError(
+                    f"{self.where()} refused the request: {exc.status.message}; use a kubeconfig user allowed "
+                    "to manage kubeflow.org jobs, pods and events"
+                ) from None
+            raise
+
+    def _no_crds(self, kind: str | None = None) -> ClusterError:
+        what = f"{KIND_INFO[kind].plural}.kubeflow.org" if kind else "the kubeflow.org/v1 training jobs"
+        return ClusterError(
+            f"{self.where()} does not serve {what}: install the CRDs and the operator "
+            "(kubectl apply -k manifests/crds; trainop operator, or manifests/), or use --backend local"
+        )
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
+        self._stop_loop()
+
+    async def _shutdown(self) -> None:
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.client.aclose()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    # --- submit ---------------------------------------------------------------------------------------
+    def prepare(self, manifest: Mapping[str, Any]) -> TrainingJob:
+        """Parse and validate as the operator's webhook would (the same errors as locally, before any
+        request); the cluster runs images, so the local backend's command checks do not apply."""
+        from trainop.api.validation import validate_job
+
+        doc = copy.deepcopy(dict(manifest))
+        meta = doc.get("metadata")
+        if isinstance(meta, dict) and not meta.get("name") and isinstance(meta.get("generateName"), str):
+            doc["metadata"] = {**meta, "name": meta["generateName"] + "x"}  # the server fills it in
+        job = parse_job(doc)
+        errors = validate_job(job)
+        if errors:
+            raise InvalidJobError(errors, kind=job.kind, name=job.name)
+        return job
+
+    def submit(
+        self,
+        manifest: Mapping[str, Any],
+        *,
+        base_dir: Any = None,
+        namespace: str | None = None,
+        attached_client: Any = None,
+    ) -> TrainingJob:
+        """Create the job (the API server generates a name for ``generateName``). ``base_dir`` and
+        ``attached_client`` are this machine's notions: a cluster job runs from its image, and stops
+        when deleted (``trainop run``'s Ctrl-C does that)."""
+        job = self.prepare(manifest)
+        doc = copy.deepcopy(dict(manifest))
+        meta = doc.setdefault("metadata", {})
+        ns = namespace or meta.get("namespace") or "default"
+        meta["namespace"] = ns
+        for key in ("uid", "resourceVersion", "creationTimestamp", "generation"):
+            meta.pop(key, None)
+        doc.pop("status", None)
+        res = r.JOB_RESOURCES[job.kind]
+        try:
+            created = dict(self._run(self.client.api.create(res(doc))))
+        except ApiError as exc:
+            raise self._write_error(exc, job, ns) from None
+        out = parse_job(created)
+        self._kinds[(out.namespace, out.name)] = out.kind
+        return out
+
+    def _write_error(self, exc: ApiError, job: TrainingJob, namespace: str) -> BackendError:
+        code = api_status_code(exc)
+        details = exc.status.details
+        if code == 409:
+            return JobAlreadyExistsError(job.name, namespace, job.kind)
+        if _is_missing_type(exc):
+            return self._no_crds(job.kind)
+        if code == 404 and details is not None and details.kind == "namespaces":
+            return ClusterError(
+                f'namespace "{namespace}" does not exist on {self.where()}: create it '
+                f"(kubectl create namespace {namespace}) or pass another with -n"
+            )
+        if code in (400, 403, 422):  # the webhook's denial (403, contract §2), or the CRD schema's (422)
+            return JobRejectedError(f"{self.where()} rejected {job.kind} {job.name}: {exc.status.message}")
+        return ClusterError(f"{self.where()} rejected {job.kind} {job.name}: {exc.status.message}")
+
+    # --- reading --------------------------------------------------------------------------------------
+    async def _get_any(self, name: str, namespace: str, kinds: Sequence[str]) -> dict[str, Any] | None:
+        missing = 0
+        for kind in kinds:
+            try:
+                obj = dict(await self.client.api.get(r.JOB_RESOURCES[kind], name, namespace=namespace))
+            except ApiError as exc:
+                if _is_missing_type(exc):
+                    missing += 1
+                elif api_status_code(exc) != 404:
+                    raise
+                continue
+            self._kinds[(namespace, name)] = kind
+            return obj
+        if missing == len(kinds):
+            raise self._no_crds(kinds[0] if len(kinds) == 1 else None)
+        return None
+
+    def _get_raw(self, name: str, namespace: str, kind: str | None = None) -> dict[str, Any]:
+        if kind is not None:
+            kinds = [kind]
+        else:
+            known = self._kinds.get((namespace, name))
+            kinds = [*([known] if known else []), *(k for k in KIND_INFO if k != known)]
+        obj = self._run(self._get_any(name, namespace, kinds))
+        if obj is None:
+            raise JobNotFoundError(name, namespace, kind)
+        return obj
+
+    def get(self, name: str, namespace: str = "default", kind: str | None = None) -> TrainingJob:
+        return parse_job(self._get_raw(name, namespace, kind))
+
+    async def _list(self, res: Any, namespace: str | None, labels: dict[str, Any] | None = None) -> list[Any]:
+        return [
+            dict(o) async for o in self.client.api.list(res, namespace=namespace or ALL_NS, labels=labels)
+        ]
+
+    async def _list_kinds(self, namespace: str | None, kinds: Sequence[str]) -> list[dict[str, Any]]:
+        results = await asyncio.gather(
+            *(self._list(r.JOB_RESOURCES[k], namespace) for k in kinds), return_exceptions=True
+        )
+        out: list[dict[str, Any]] = []
+        missing = 0
+        for res in results:
+            if isinstance(res, BaseException):
+                if _is_missing_type(res):
+                    missing += 1
+                    continue
+                raise res
+            out.extend(res)
+        if missing == len(kinds):
+            raise self._no_crds(kinds[0] if len(kinds) == 1 else None)
+        return out
+
+    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]:
+        kinds = [kind] if kind else list(KIND_INFO)
+        objs = self._run(self._list_kinds(namespace, kinds))
+        jobs = [parse_job(o) for o in objs]
+        jobs.sort(key=lambda j: (j.namespace, j.name))
+        return jobs
+
+    def known_names(self, namespace: str) -> list[str]:
+        return [j.name for j in self.list_jobs(namespace)]
+
+    def _pods_of(self, job: TrainingJob) -> list[dict[str, Any]]:
+        pods = self._run(self._list(r.Pod, job.namespace, {LABEL_JOB_NAME: job.name}))
+        uid = job.metadata.uid
+        mine = [
+            p
+            for p in pods
+            if not uid
+            or any(o.get("uid") == uid for o in (p.get("metadata") or {}).get("ownerReferences") or [])
+        ]
+        return sorted(mine, key=lambda p: str(p["metadata"]["name"]))
+
+    def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        return self._pods_of(self.get(name, namespace))
+
+    def replica_pods(self, namespace: str | None) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
+        jobs = {j.metadata.uid: j for j in self.list_jobs(namespace)}
+        pods = self._run(self._list(r.Pod, namespace, {LABEL_JOB_NAME: None})) if jobs else []
+        out: list[tuple[TrainingJob, dict[str, Any], int | None]] = []
+        for p in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
+            owner = next(
+                (
+                    jobs[o.get("uid")]
+                    for o in p["metadata"].get("ownerReferences") or []
+                    if o.get("uid") in jobs
+                ),
+                None,
+            )
+            if owner is not None:
+                out.append((owner, p, None))
+        return out
+
+    def runs(self, name: str, namespace: str = "default") -> list[ContainerRun]:
+        return list(build_pod_runs(self.pods(name, namespace)))
+
+    def describe(self, name: str, namespace: str = "default") -> Any:
+        from trainop.backends.local.api import JobDetails
+        from trainop.backends.local.store import EventRow
+
+        raw = self._get_raw(name, namespace)
+        job = parse_job(raw)
+        pods = self._pods_of(job)
+        services = self._run(self._list(r.Service, namespace, {LABEL_JOB_NAME: name}))
+        events = self._run(self._list(r.Event, namespace))
+        rows = []
+        for e in events:
+            inv = e.get("involvedObject") or {}
+            if inv.get("uid") != job.metadata.uid:
+                continue
+            first = _ts(e.get("firstTimestamp") or e.get("eventTime")) or 0.0
+            last = _ts(e.get("lastTimestamp") or (e.get("series") or {}).get("lastObservedTime")) or first
+            count = int(e.get("count") or (e.get("series") or {}).get("count") or 1)
+            rows.append(
+                EventRow(
+                    str(e.get("type")), str(e.get("reason")), str(e.get("message") or ""), count, first, last
+                )
+            )
+        rows.sort(key=lambda e: e.first_ts)
+        images = sorted(
+            {
+                str(c.get("image"))
+                for rs in job.replica_specs.values()
+                for key in ("initContainers", "containers")
+                for c in rs.pod_spec.get(key) or []
+                if isinstance(c, dict) and c.get("image")
+            }
+        )
+        return JobDetails(
+            job=job,
+            base_dir="",
+            pods=pods,
+            objects=services,
+            events=rows,
+            processes=[],
+            ports={},
+            supervisor=None,
+            deleting=bool((raw.get("metadata") or {}).get("deletionTimestamp")),
+            images=images,
+            cluster=self.where(),
+        )
+
+    # --- changing -----------------------------------------------------------------------------------
+    def set_suspend(
+        self, name: str, suspend: bool, namespace: str = "default", *, interrupted: bool = False
+    ) -> TrainingJob:
+        """runPolicy.suspend := ``suspend`` (a merge patch, as ``kubectl patch``); ``interrupted``
+        (``trainop run``'s Ctrl-C) also marks the job with the time, as on this machine; a resume
+        removes the mark."""
+        job = self.get(name, namespace)
+        patch: dict[str, Any] = {"spec": {"runPolicy": {"suspend": suspend}}}
+        if interrupted:
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            patch["metadata"] = {"annotations": {ANNOTATION_INTERRUPTED: stamp}}
+        elif not suspend and ANNOTATION_INTERRUPTED in (job.metadata.annotations or {}):
+            patch["metadata"] = {"annotations": {ANNOTATION_INTERRUPTED: None}}
+        res = r.JOB_RESOURCES[job.kind]
+        out = self._run(
+            self.client.api.patch(res, name, patch, namespace=namespace, patch_type=PatchType.MERGE)
+        )
+        return parse_job(dict(out))
+
+    def delete(
+        self, name: str, namespace: str = "default", *, wait: bool = True, grace: float | None = None
+    ) -> None:
+        """Delete the job; its pods go with it (foreground: the job stays until they are gone, so
+        ``wait`` returns once they are). ``grace`` also deletes the pods with that grace period."""
+        job = self.get(name, namespace)
+        res = r.JOB_RESOURCES[job.kind]
+
+        async def delete() -> None:
+            try:
+                await self.client.api.delete(res, name, namespace=namespace, cascade=CascadeType.FOREGROUND)
+            except ApiError as exc:
+                if api_status_code(exc) != 404:
+                    raise
+            if grace is not None:
+                for pod in await self._list(r.Pod, namespace, {LABEL_JOB_NAME: name}):
+                    with contextlib.suppress(ApiError):
+                        await self.client.api.delete(
+                            r.Pod, pod["metadata"]["name"], namespace=namespace, grace_period=int(grace)
+                        )
+
+        self._run(delete())
+        if not wait:
+            return
+
+        def present() -> bool:
+            try:
+                self._get_raw(name, namespace, job.kind)
+            except JobNotFoundError:
+                return False
+            return True
+
+        try:
+            poll_until(
+                present, lambda there: not there, timeout=DELETE_TIMEOUT, interval=0.5, clock=self.clock
+            )
+        except PollTimeout:
+            raise ClusterError(
+                f"{job.kind} {name} is still on {self.where()} {DELETE_TIMEOUT:g}s after its deletion: "
+                f"its pods or finalizers hold it (kubectl describe {KIND_INFO[job.kind].plural} {name} -n {namespace})"
+            ) from None
+
+    def kill_replicas(self, name: str, namespace: str = "default") -> None:
+        """Delete the job's pods with no grace period (run's second Ctrl-C): SIGKILL, as here."""
+        job = self.get(name, namespace)
+
+        async def kill() -> None:
+            for pod in await self._list(r.Pod, namespace, {LABEL_JOB_NAME: name}):
+                with contextlib.suppress(ApiError):
+                    await self.client.api.delete(
+                        r.Pod, pod["metadata"]["name"], namespace=namespace, grace_period=0
+                    )
+
+        del job
+        self._run(kill())
+
+    def wait(
+        self,
+        name: str,
+        conditions: Sequence[str] = ("Succeeded", "Failed"),
+        namespace: str = "default",
+        timeout: float | None = None,
+    ) -> TrainingJob:
+        try:
+            return poll_until(
+                lambda: self.get(name, namespace),
+                build_job_done(conditions),
+                timeout=timeout,
+                interval=WAIT_POLL,
+                clock=self.clock,
+            )
+        except PollTimeout as exc:
+            raise WaitTimeoutError(name, conditions, timeout or 0.0, detect_state(exc.last)) from None
+
+    # --- logs -----------------------------------------------------------------------------------------
+    def logs(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        replica: str | None = None,
+        container: str | None = None,
+        follow: bool = False,
+        previous: bool = False,
+    ) -> Iterator[LogLine]:
+        if previous:
+            raise ClusterError(
+                "--previous is not available with --backend kubernetes yet; kubectl logs --previous POD shows it"
+            )
+        job = self.get(name, namespace)
+        feed = ClusterFeed(self, job, replica=replica, container=container)
+        if follow:
+            return feed.follow()
+        return feed.read_all()
+
+    def feed(self, job: TrainingJob) -> JobFeed:
+        return ClusterFeed(self, job)
+
+
+class ClusterFeed:
+    """``trainop run``'s view of a cluster job (a ``JobFeed``): its pods on each poll, and its output
+    from one follow stream per container run, started as each container starts. A pod whose logs the
+    cluster does not serve (kwok plays its pods: there are none) is named once in ``notes``."""
+
+    def __init__(
+        self,
+        backend: KubernetesBackend,
+        job: TrainingJob,
+        *,
+        replica: str | None = None,
+        container: str | None = None,
+    ) -> None:
+        self.backend, self.job = backend, job
+        self.replica, self.container = replica, container
+        self._lines: queue.SimpleQueue[LogLine] = queue.SimpleQueue()
+        self._notes: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._streams: dict[tuple[str, str, int], Any] = {}
+        self._no_logs: set[str] = set()  # pods the cluster serves no logs for
+        self._told = False
+        self._kept: dict[tuple[str, str], collections.deque[str]] = {}
+        self._pods: list[dict[str, Any]] = []
+
+    def pods(self) -> list[dict[str, Any]]:
+        self._pods = self.backend._pods_of(self.job)
+        return self._pods
+
+    def _started(self) -> list[tuple[str, str, int, bool]]:
+        """(pod, container, run, running) of every selected container that has started."""
+        out = []
+        for pod in self._pods:
+            pname = str(pod["metadata"]["name"])
+            label = _replica(self.job.name, pname)
+            if self.replica is not None and self.replica not in (label, pname):
+                continue
+            for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+                if self.container is not None and cs.get("name") != self.container:
+                    continue
+                state = cs.get("state") or {}
+                if "running" in state or "terminated" in state:
+                    out.append((pname, str(cs["name"]), int(cs.get("restartCount") or 0), "running" in state))
+        return out
+
+    def _start_streams(self, follow: bool) -> None:
+        for pod, container, run, _ in self._started():
+            key = (pod, container, run)
+            if key in self._streams or pod in self._no_logs:
+                continue
+            self._streams[key] = asyncio.run_coroutine_threadsafe(
+                self._stream(pod, container, run, follow), self.backend._loop
+            )
+
+    async def _stream(self, pod: str, container: str, run: int, follow: bool) -> None:
+        label = _replica(self.job.name, pod)
+        kept = self._kept.setdefault((label, container), collections.deque(maxlen=TAIL_KEPT))
+        try:
+            async for text in self.backend.client.api.log(
+                pod, namespace=self.job.namespace, container=container, follow=follow, newlines=False
+            ):
+                kept.append(text)
+                self._lines.put(LogLine(label, container, run, text))
+        except (ApiError, httpx.HTTPError) as exc:
+            self._no_logs.add(pod)
+            if not self._told:
+                self._told = True
+                why = exc.status.message if isinstance(exc, ApiError) else str(exc)
+                code = api_status_code(exc)
+                self._notes.put(
+                    f"note: {self.backend.where()} serves no logs for {pod} ({code or 'error'}: {why}); "
+                    "pods played by kwok, or on a node whose kubelet cannot be reached, have none: "
+                    "showing the status only"
+                )
+
+    def poll_lines(self) -> Iterator[LogLine]:
+        self._start_streams(follow=True)
+        while True:
+            try:
+                yield self._lines.get_nowait()
+            except queue.Empty:
+                return
+
+    def partial_lines(self) -> list[LogLine]:
+        return []  # the API serves whole lines
+
+    def notes(self) -> list[str]:
+        out = []
+        while True:
+            try:
+                out.append(self._notes.get_nowait())
+            except queue.Empty:
+                return out
+
+    def runs(self) -> list[ContainerRun]:
+        return list(build_pod_runs(self._pods))
+
+    def tails(self, labels: set[str], defaults: set[str], *, finished_only: bool) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for (label, container), kept in self._kept.items():
+            if label in labels and kept and (container in defaults or label not in out):
+                out[label] = list(kept)
+        return out
+
+    def running_replicas(self) -> list[str]:
+        return sorted({_replica(self.job.name, pod) for pod, _, _, running in self._started() if running})
+
+    def close(self) -> None:
+        for fut in self._streams.values():
+            fut.cancel()
+        self._streams.clear()
+
+    # --- trainop logs ---------------------------------------------------------------------------------
+    def _raise_if_no_logs(self) -> None:
+        notes = self.notes()
+        if notes and not any(f.done() and f.exception() is None for f in self._streams.values()):
+            raise LogsUnavailableError(notes[0].removeprefix("note: "))
+
+    def read_all(self) -> Iterator[LogLine]:
+        self.pods()
+        self._start_streams(follow=False)
+        for fut in list(self._streams.values()):
+            fut.result()
+        self._raise_if_no_logs()
+        lines = []
+        while True:
+            try:
+                lines.append(self._lines.get_nowait())
+            except queue.Empty:
+                break
+        return iter(lines)
+
+    def follow(self) -> Iterator[LogLine]:
+        try:
+            while True:
+                self.pods()
+                yield from self.poll_lines()
+                try:
+                    job = self.backend.get(self.job.name, self.job.namespace, self.job.kind)
+                except JobNotFoundError:
+                    return
+                streams_done = all(f.done() for f in self._streams.values())
+                if is_finished(job) and not self.running_replicas() and streams_done:
+                    yield from self.poll_lines()
+                    return
+                self.backend.clock.sleep(0.5)
+        finally:
+            self.close()
