@@ -41,12 +41,14 @@ from trainop.api.defaults import apply_defaults
 from trainop.api.load import parse_job
 from trainop.backends.local import procs
 from trainop.backends.local.attach import build_interrupted_manifest, detect_client_gone
+from trainop.backends.local.gang import GangPodRunner
 from trainop.backends.local.gpus import detect_gpu_inventory
 from trainop.backends.local.paths import StatePaths, remove_job_files
 from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.render import LocalContext
-from trainop.backends.local.runner import DEFAULT_BACKOFF_MAX, JobIdentity, PodRunner, rfc3339
+from trainop.backends.local.runner import DEFAULT_BACKOFF_MAX, JobIdentity, rfc3339
 from trainop.backends.local.store import JobRow, Store
+from trainop.core.admission import GangRequest, build_gang_request
 from trainop.core.observed import Observed
 from trainop.core.plan import CreateObject, DeleteJob, DeleteObject, Plan, UpdateObject, outcome_event
 from trainop.core.reconcile import reconcile
@@ -93,6 +95,16 @@ def read_job(row: JobRow) -> TrainingJob:
     return parse_job({**row.manifest, "status": row.status})
 
 
+def build_local_gang(row: JobRow, job: TrainingJob, status: JobStatus | None) -> GangRequest | None:
+    """What the job's gang asks of the machine's GPUs (backends/local/gang.py), or None when nothing is
+    to be admitted: its gang needs no GPU, or the job is suspended or finished (no pod of it is to
+    start as a gang, and it must hold no place in the queue)."""
+    if job.run_policy.suspend or detect_finished(status):
+        return None
+    request = build_gang_request(apply_defaults(job), row.uid, row.created_at, row.host_env)
+    return request if request.gpus > 0 else None
+
+
 def template_init_counter(job: TrainingJob) -> Any:
     """How many init containers the user's template of a pod's replica type has (the rest are the
     operator's), looked up by the pod's replica-type label."""
@@ -117,7 +129,7 @@ class Supervisor:
         self.sent_keys: set[str] = set()
         self.requeue_at: float | None = None
         self.last_generation = -1
-        self._runner: PodRunner | None = None  # set up by the first step
+        self._runner: GangPodRunner | None = None  # set up by the first step
         self.give_up_after = DEFAULT_GIVE_UP
         # Errors: since when steps fail (None: the last one succeeded), and when to try again.
         self.failing_since: float | None = None
@@ -125,7 +137,7 @@ class Supervisor:
         self.retry_delay = RETRY_FIRST
 
     @property
-    def runner(self) -> PodRunner:
+    def runner(self) -> GangPodRunner:
         if self._runner is None:
             raise RuntimeError("the supervisor has not set up its runner yet")
         return self._runner
@@ -184,14 +196,14 @@ class Supervisor:
             return 1
         return 0
 
-    def _setup(self) -> PodRunner:
+    def _setup(self) -> GangPodRunner:
         row = self.store.get_job(self.uid)
         if row is None:
             raise LookupError(f"job {self.uid} is gone")
         job = read_job(row)
         self.plugin = REGISTRY.get(row.kind)
         main_container = getattr(job.spec, "main_container", None)
-        runner = PodRunner(
+        runner = GangPodRunner(
             self.store,
             self.paths,
             JobIdentity(row.uid, row.namespace, row.name),
@@ -203,7 +215,20 @@ class Supervisor:
         )
         for pod in self.store.list_pods(self.uid):
             runner.restore(pod)
+        gang = build_local_gang(row, job, job.status)
+        if gang is None:
+            self.store.release_gang(self.uid)  # a place an earlier supervisor left in the queue
+        runner.set_gang(gang)
         return runner
+
+    def _update_gang(self, row: JobRow, job: TrainingJob, status: JobStatus) -> None:
+        """Keep the job's gang request current (minAvailable, replicas or limits may have changed), and
+        leave the queue, giving back reserved GPUs, once the job is suspended or finished."""
+        gang = build_local_gang(row, job, status)
+        if gang is None and self.runner.gang is not None:
+            self.store.release_gang(self.uid)
+            self.runner.forget_admission()
+        self.runner.set_gang(gang)
 
     def _loop(self, wake_fd: int) -> bool:
         """Steps until the job's work is over (True) or a stop signal left it to recovery (False).
@@ -381,6 +406,7 @@ class Supervisor:
         )
         plan = reconcile(job, observed, self.plugin, topology, datetime.now(UTC))
         self._apply(plan)
+        self._update_gang(row, job, plan.status)
         if plan.deletes_job:
             self.store.request_deletion(self.uid, time.time(), None)
             return self._delete_job()

@@ -118,8 +118,10 @@ def test_gpu_limits_get_distinct_gpus_and_a_job_waits_for_free_ones(
     want = {
         "first": ("gpus=[]", ["gpus=[0]", "gpus=[1]"]),
         "second waited": ("Pending", "PodScheduled", "Unschedulable"),
-        "why": "0/1 nodes are available: insufficient nvidia.com/gpu: pod second-worker-0 needs 2, 1 of 3 are free "
-        "(2 in use by running jobs); it starts when enough are released",
+        # (the whole gang waits, issue 11: tests/integration/local/test_local_gang.py)
+        "why": "0/1 nodes are available: insufficient nvidia.com/gpu: pod second-worker-0 needs 2; gang of 2 pods "
+        "needs 2 GPUs at once, 1 of 3 are free (held by default/first: 2); its pods start together when enough "
+        "are released",
         "second": ("gpus=[]", 2, True),
     }
     assert got == want

@@ -2,10 +2,11 @@
 
 Holds jobs (manifest, status, supervisor identity), their pods as Kubernetes JSON, other owned
 objects (Services, ConfigMaps …), events, the replica processes and their log files, and the port
-and GPU registries that keep concurrent jobs apart. Every write is a short transaction, so another
-process sees live state and a crash loses nothing committed. A fault of the disk under the home
-(full, read-only, no permission) is raised as one StateDirError line; the failed transaction is
-rolled back. I/O adapter: it decides nothing.
+and GPU registries that keep concurrent jobs apart, and the queue of jobs waiting for GPUs. Every write
+is a short transaction, so another process sees live state and a crash loses nothing committed. A fault
+of the disk under the home (full, read-only, no permission) is raised as one StateDirError line; the
+failed transaction is rolled back. I/O adapter: it decides nothing itself (gang admission is
+core/admission.py's; the store only reads its inputs and applies its answer in one transaction).
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from trainop.backends.local.paths import (
     is_state_dir_fault,
     state_dir_error,
 )
+from trainop.core.admission import Admission, GangRequest, compute_admission
 
-SCHEMA_VERSION = 1
+# 2: the gangs table (issue 11). Every statement is CREATE ... IF NOT EXISTS, so a version-1 database
+# gains the new table and keeps everything else.
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -101,8 +105,20 @@ CREATE TABLE IF NOT EXISTS ports (
 CREATE TABLE IF NOT EXISTS gpus (
     gpu TEXT PRIMARY KEY,
     job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
-    pod TEXT NOT NULL,
+    pod TEXT NOT NULL,  -- '' (with container ''): reserved for the job's admitted gang, no pod yet
     container TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gangs (
+    job_uid TEXT PRIMARY KEY REFERENCES jobs(uid) ON DELETE CASCADE,
+    job TEXT NOT NULL,
+    pods INTEGER NOT NULL,
+    gpus INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    priority_class TEXT NOT NULL,
+    queue TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    error TEXT NOT NULL,
+    admitted INTEGER NOT NULL DEFAULT 0
 );
 """
 
@@ -551,8 +567,9 @@ class Store:
     def allocate_gpus(
         self, uid: str, pod: str, wants: Sequence[tuple[str, int]], inventory: Sequence[str]
     ) -> dict[str, list[str]] | None:
-        """Atomically give each (container, count) in ``wants`` distinct free GPUs of ``inventory``;
-        None (and nothing taken) when they do not all fit. A pod that already holds GPUs keeps them."""
+        """Atomically give each (container, count) in ``wants`` distinct GPUs of ``inventory``: first the
+        ones reserved for the job's admitted gang (``admit_gang``), then free ones; None (and nothing
+        taken) when they do not all fit. A pod that already holds GPUs keeps them."""
         with self.tx() as c:
             held: dict[str, list[str]] = {}
             for gpu, cont in c.execute(
@@ -561,19 +578,85 @@ class Store:
                 held.setdefault(cont, []).append(gpu)
             if held:
                 return held
+            reserved = [
+                r[0] for r in c.execute("SELECT gpu FROM gpus WHERE job_uid = ? AND pod = ''", (uid,))
+            ]
             used = {r[0] for r in c.execute("SELECT gpu FROM gpus")}
-            free = [g for g in inventory if g not in used]
+            free = [g for g in inventory if g in reserved] + [g for g in inventory if g not in used]
             if sum(n for _, n in wants) > len(free):
                 return None
             out: dict[str, list[str]] = {}
             for container, n in wants:
                 out[container], free = free[:n], free[n:]
-                c.executemany(
-                    "INSERT INTO gpus (gpu, job_uid, pod, container) VALUES (?, ?, ?, ?)",
-                    [(g, uid, pod, container) for g in out[container]],
-                )
+                for g in out[container]:
+                    if g in reserved:
+                        c.execute("UPDATE gpus SET pod = ?, container = ? WHERE gpu = ?", (pod, container, g))
+                    else:
+                        c.execute(
+                            "INSERT INTO gpus (gpu, job_uid, pod, container) VALUES (?, ?, ?, ?)",
+                            (g, uid, pod, container),
+                        )
         return out
 
     def release_gpus(self, uid: str, pod: str) -> None:
         with self.tx() as c:
             c.execute("DELETE FROM gpus WHERE job_uid = ? AND pod = ?", (uid, pod))
+
+    # ---- gang admission (issue 11; core/admission.py decides) ----
+    def admit_gang(self, request: GangRequest, inventory: Sequence[str]) -> Admission:
+        """Queue ``request`` (or refresh it: the job may have changed) and decide, in one transaction
+        against every other waiting job and every GPU held, whether its gang starts now; if so, reserve
+        its GPUs (rows with no pod, handed to its pods by ``allocate_gpus``) and mark it admitted, so
+        that no other job can take them between the decision and its pods' start. An admitted job
+        stays admitted until ``release_gang``. Waiting jobs whose deletion was asked for are ignored."""
+        with self.tx() as c:
+            row = c.execute("SELECT admitted FROM gangs WHERE job_uid = ?", (request.uid,)).fetchone()
+            if row is not None and row[0]:
+                return Admission(True)
+            c.execute(
+                "INSERT OR REPLACE INTO gangs (job_uid, job, pods, gpus, priority, priority_class, queue, "
+                "created_at, error, admitted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
+                (
+                    request.uid,
+                    request.job,
+                    request.pods,
+                    request.gpus,
+                    request.priority,
+                    request.priority_class,
+                    request.queue,
+                    request.created_at,
+                    request.error,
+                ),
+            )
+            waiting = [
+                GangRequest(*r)
+                for r in c.execute(
+                    "SELECT g.job_uid, g.job, g.pods, g.gpus, g.priority, g.priority_class, g.queue, "
+                    "g.created_at, g.error FROM gangs g JOIN jobs j ON j.uid = g.job_uid "
+                    "WHERE g.admitted = 0 AND g.job_uid != ? AND j.deletion_requested_at IS NULL",
+                    (request.uid,),
+                )
+            ]
+            rows = c.execute(
+                "SELECT g.gpu, g.job_uid, j.namespace || '/' || j.name FROM gpus g JOIN jobs j "
+                "ON j.uid = g.job_uid"
+            ).fetchall()
+            held = {gpu: job for gpu, owner, job in rows if owner != request.uid}
+            own = sum(1 for _, owner, _ in rows if owner == request.uid)
+            admission = compute_admission(request, waiting, inventory, held)
+            if admission.admit:
+                taken = {r[0] for r in rows}
+                reserve = [g for g in inventory if g not in taken][: max(request.gpus - own, 0)]
+                c.executemany(
+                    "INSERT INTO gpus (gpu, job_uid, pod, container) VALUES (?, ?, '', '')",
+                    [(g, request.uid) for g in reserve],
+                )
+                c.execute("UPDATE gangs SET admitted = 1 WHERE job_uid = ?", (request.uid,))
+        return admission
+
+    def release_gang(self, uid: str) -> None:
+        """The job no longer waits nor holds a place (suspended, finished): leave the queue and give
+        back the GPUs reserved for pods it has not started. Its pods' own GPUs go with the pods."""
+        with self.tx() as c:
+            c.execute("DELETE FROM gangs WHERE job_uid = ?", (uid,))
+            c.execute("DELETE FROM gpus WHERE job_uid = ? AND pod = ''", (uid,))

@@ -1,0 +1,69 @@
+"""Gang scheduling on the local backend (issue 11, contract §5's meaning without a gang scheduler).
+
+A job whose gang needs GPUs starts all of its pods together or none: before any of its pods is
+scheduled, the store admits the whole gang in one transaction (core/admission.py decides: free GPUs,
+then priority, queue and creation order) and reserves its GPUs; until then every pod of the job stays
+Pending, PodScheduled False (Unschedulable) with a message that says why, as a gang scheduler leaves
+a PodGroup's pods. Jobs whose gang needs no GPU are scheduled pod by pod as before. This module only
+gates the runner's scheduling step; it decides nothing itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainop.backends.local.render import build_gpu_wants
+from trainop.backends.local.runner import PodRun, PodRunner
+from trainop.core.admission import Admission, GangRequest
+
+REFUSAL_PREFIX = "0/1 nodes are available: insufficient nvidia.com/gpu: "
+NO_GPU_HINT = "nvidia-smi lists no GPU; TRAINOP_GPUS overrides the inventory"
+
+
+def build_pod_refusal(pod: dict[str, Any], inventory: tuple[str, ...], admission: Admission) -> str:
+    """The scheduler's refusal of one pod of a gang that waits: the pod's own need, then the gang's
+    reason (``"0/1 nodes are available: insufficient nvidia.com/gpu: pod a-worker-0 needs 1; gang of 2
+    pods needs 2 GPUs at once, 0 of 2 are free (held by default/b: 2); ..."``)."""
+    name = str((pod.get("metadata") or {}).get("name", ""))
+    n = sum(count for _, count in build_gpu_wants(pod))
+    own = f"pod {name} needs {n}" if n else f"pod {name} needs no GPU but starts with its gang"
+    if not inventory:
+        own += f" and this machine has none ({NO_GPU_HINT})"
+    return f"{REFUSAL_PREFIX}{own}; {admission.message}"
+
+
+class GangPodRunner(PodRunner):
+    """The local kubelet, with a job-level admission in front of its per-pod scheduling: ``gang`` is
+    the job's request (None: its gang needs no GPU, nothing to admit), set by the supervisor from the
+    job whenever it changes. Admission is asked at most once per tick, and only while a pod waits."""
+
+    gang: GangRequest | None = None
+    admitted: bool = False
+    _admission: Admission | None = None
+
+    def set_gang(self, request: GangRequest | None) -> None:
+        if request != self.gang:
+            self.gang = request
+            self.admitted = False  # the store keeps an admitted job admitted: this only asks again
+
+    def forget_admission(self) -> None:
+        """The store released the job's gang (suspended, finished): a new start queues again."""
+        self.admitted = False
+
+    def tick(self) -> None:
+        self._admission = None
+        super().tick()
+
+    def _schedule(self, pod: PodRun, now: float) -> bool:
+        if self.gang is not None and not self.admitted:
+            if self._admission is None:
+                self._admission = self.store.admit_gang(self.gang, self.gpu_inventory)
+            if not self._admission.admit:
+                msg = build_pod_refusal(pod.obj, self.gpu_inventory, self._admission)
+                if msg != pod.unschedulable:
+                    pod.unschedulable = msg
+                    self.events.append(("Warning", "FailedScheduling", msg))
+                    self.changed = True
+                return False
+            self.admitted = True
+        return super()._schedule(pod, now)
