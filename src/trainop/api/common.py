@@ -152,6 +152,11 @@ class JobSpec(KubeModel):
         """Admission warnings for deprecated fields the spec sets."""
         return []
 
+    def replica_count_errors(self, rtype: str, replicas: int, path: str) -> list[FieldError] | None:
+        """trainop's verdict on ``replicas`` < 1 for ``rtype`` (at ``path``), where the kind has its own
+        (upstream's rule already rejects it, or 0 is the kind's default); None: the shared rule."""
+        return None
+
     def scaled_replicas(self, rtype: str) -> int | None:
         """The most pods of ``rtype`` the job may scale up to (elastic maxReplicas), if more than set."""
         return None

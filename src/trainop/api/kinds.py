@@ -183,6 +183,9 @@ class PyTorchJobSpec(JobSpec):
             errs += at_least("spec.elasticPolicy.nProcPerNode", self.elastic_policy.n_proc_per_node, 1)
         return errs
 
+    def replica_count_errors(self, rtype: str, replicas: int, path: str) -> list[FieldError] | None:
+        return []  # upstream's own rule already rejects it ("must be at least 1" / "must be 1")
+
     def deprecations(self) -> list[str]:
         if self.elastic_policy is not None and self.elastic_policy.n_proc_per_node is not None:
             return ["spec.elasticPolicy.nProcPerNode is deprecated, use spec.nprocPerNode instead"]  # §2.3
@@ -231,6 +234,9 @@ class XGBoostJobSpec(JobSpec):
         if master is None:
             errs.append(required("spec.xgbReplicaSpecs[Master]", "must be present"))
         return errs
+
+    def replica_count_errors(self, rtype: str, replicas: int, path: str) -> list[FieldError] | None:
+        return [] if rtype == "Master" else None  # upstream's rule already says "must be 1"
 
 
 class MPIJobSpec(JobSpec):
@@ -308,6 +314,11 @@ class MPIJobSpec(JobSpec):
         if self.clean_pod_policy is not None and self.clean_pod_policy not in CLEAN_POD_POLICIES:
             errs.append(not_supported("spec.cleanPodPolicy", self.clean_pod_policy, CLEAN_POD_POLICIES))
         return errs + at_least("spec.slotsPerWorker", self.slots_per_worker, 1)
+
+    def replica_count_errors(self, rtype: str, replicas: int, path: str) -> list[FieldError] | None:
+        if rtype == "Launcher" or replicas == 0:
+            return []  # 0 workers is MPI's default (§1.4); the launcher count is upstream's rule
+        return [invalid(path, replicas, "must be greater than or equal to 0")]
 
     def deprecations(self) -> list[str]:
         if self.clean_pod_policy is not None:

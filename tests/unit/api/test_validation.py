@@ -558,12 +558,17 @@ TRAINOP_CASES = [
     pytest.param(
         doc(
             valid("PaddleJob"),
-            set_path("[Worker].template.spec.anything", 1),
-            set_path("[Worker].template.metadata", {"x": 1}),
+            set_path("[Worker].template.spec.nodeSelectr", {}),
+            set_path("[Worker].template.metadata.labelz", {"x": "1"}),
         ),
         None,
-        [],
-        id="pod templates are not checked for unknown fields",
+        [
+            "spec.paddleReplicaSpecs[Worker].template.spec.nodeSelectr: Unsupported field: Kubernetes would "
+            'drop it; did you mean "nodeSelector"?',
+            "spec.paddleReplicaSpecs[Worker].template.metadata.labelz: Unsupported field: Kubernetes would "
+            'drop it; did you mean "labels"?',
+        ],
+        id="pod templates are checked against the core/v1 schema (api/podschema)",
     ),
     # --- enumerations ---
     pytest.param(
