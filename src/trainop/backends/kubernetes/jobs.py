@@ -50,7 +50,7 @@ WAIT_POLL = 1.0  # seconds between reads while waiting for a condition (a watch 
 DELETE_TIMEOUT = 120.0  # a job still there this long after its deletion: finalizers, or no GC
 TAIL_KEPT = 20  # lines kept per container for the failure summary's tail
 CLI_QPS, CLI_BURST = 20.0, 40  # kubectl's own client-side limits are 5/10 (and more for discovery)
-_GENERATED = "00000000-0000-0000-0000-000000000000"
+NOTE_TAIL = ": showing the status only"  # what run does about it (logs just says why)
 
 
 class ClusterError(BackendError):
@@ -121,7 +121,10 @@ def _replica(job_name: str, pod: str) -> str:
 
 
 def _is_missing_type(exc: BaseException) -> bool:
-    """A 404 for the resource type itself (its CRD is not installed), not for an object."""
+    """A 404 for the resource type itself (its CRD is not installed), not for an object. The API
+    server answers an unknown type with a plain-text 404, which lightkube leaves an HTTPStatusError."""
+    if isinstance(exc, httpx.HTTPStatusError) and not isinstance(exc, ApiError):  # (ApiError is one)
+        return exc.response.status_code == 404
     if not isinstance(exc, ApiError) or api_status_code(exc) != 404:
         return False
     details = exc.status.details
@@ -164,8 +167,9 @@ class KubernetesBackend:
     def where(self) -> str:
         return f"the cluster at {self.server} (context {self.config.context_name})"
 
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the client's loop; transport and authorization failures become one line."""
+    def _run(self, coro: Coroutine[Any, Any, T], *, api_errors: bool = False) -> T:
+        """Run ``coro`` on the client's loop; transport and authorization failures become one line, and
+        so does any other error answer unless ``api_errors`` (the caller explains an ApiError)."""
         try:
             return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
         except httpx.TransportError as exc:
@@ -179,7 +183,15 @@ class KubernetesBackend:
                     f"{self.where()} refused the request: {exc.status.message}; use a kubeconfig user allowed "
                     "to manage kubeflow.org jobs, pods and events"
                 ) from None
-            raise
+            if api_errors:
+                raise
+            raise ClusterError(
+                f"{self.where()} answered {api_status_code(exc)}: {exc.status.message}"
+            ) from None
+        except httpx.HTTPStatusError as exc:  # not an ApiError: a plain-text error answer
+            raise ClusterError(
+                f"{self.where()} answered {exc.response.status_code} to {exc.request.url}"
+            ) from None
 
     def _no_crds(self, kind: str | None = None) -> ClusterError:
         what = f"{KIND_INFO[kind].plural}.kubeflow.org" if kind else "the kubeflow.org/v1 training jobs"
@@ -244,7 +256,7 @@ class KubernetesBackend:
         doc.pop("status", None)
         res = r.JOB_RESOURCES[job.kind]
         try:
-            created = dict(self._run(self.client.api.create(res(doc))))
+            created = dict(self._run(self.client.api.create(res(doc)), api_errors=True))
         except ApiError as exc:
             raise self._write_error(exc, job, ns) from None
         out = parse_job(created)
@@ -585,23 +597,33 @@ class ClusterFeed:
     async def _stream(self, pod: str, container: str, run: int, follow: bool) -> None:
         label = _replica(self.job.name, pod)
         kept = self._kept.setdefault((label, container), collections.deque(maxlen=TAIL_KEPT))
+        api, ns = self.backend.client.api, self.job.namespace
         try:
-            async for text in self.backend.client.api.log(
-                pod, namespace=self.job.namespace, container=container, follow=follow, newlines=False
-            ):
+            async for text in api.log(pod, namespace=ns, container=container, follow=follow, newlines=False):
                 kept.append(text)
                 self._lines.put(LogLine(label, container, run, text))
         except (ApiError, httpx.HTTPError) as exc:
-            self._no_logs.add(pod)
-            if not self._told:
-                self._told = True
-                why = exc.status.message if isinstance(exc, ApiError) else str(exc)
-                code = api_status_code(exc)
-                self._notes.put(
-                    f"note: {self.backend.where()} serves no logs for {pod} ({code or 'error'}: {why}); "
-                    "pods played by kwok, or on a node whose kubelet cannot be reached, have none: "
-                    "showing the status only"
-                )
+            self._refused(pod, exc)
+        except RuntimeError:
+            # lightkube (1.0.1) reads the error body of a followed stream synchronously, which raises
+            # this instead of its ApiError: ask once more without follow to get the cluster's answer.
+            try:
+                async for _ in api.log(pod, namespace=ns, container=container, tail_lines=1):
+                    pass
+            except (ApiError, httpx.HTTPError) as exc:
+                self._refused(pod, exc)
+
+    def _refused(self, pod: str, exc: ApiError | httpx.HTTPError) -> None:
+        self._no_logs.add(pod)
+        if self._told:
+            return
+        self._told = True
+        why = exc.status.message if isinstance(exc, ApiError) else str(exc)
+        code = api_status_code(exc)
+        self._notes.put(
+            f"note: {self.backend.where()} serves no logs for {pod} ({code or 'error'}: {why}); "
+            "pods played by kwok, or on a node whose kubelet cannot be reached, have none" + NOTE_TAIL
+        )
 
     def poll_lines(self) -> Iterator[LogLine]:
         self._start_streams(follow=True)
@@ -643,8 +665,8 @@ class ClusterFeed:
     # --- trainop logs ---------------------------------------------------------------------------------
     def _raise_if_no_logs(self) -> None:
         notes = self.notes()
-        if notes and not any(f.done() and f.exception() is None for f in self._streams.values()):
-            raise LogsUnavailableError(notes[0].removeprefix("note: "))
+        if notes and all(pod in self._no_logs for pod, _, _ in self._streams):
+            raise LogsUnavailableError(notes[0].removeprefix("note: ").removesuffix(NOTE_TAIL))
 
     def read_all(self) -> Iterator[LogLine]:
         self.pods()
