@@ -62,7 +62,7 @@ _LAZY_NAMES = {
     "ApiValueError": "exceptions",
     "OpenApiException": "exceptions",
 }
-_LAZY_MODULES = ("api_client", "configuration", "exceptions", "rest")
+_LAZY_MODULES = ("api", "api_client", "configuration", "exceptions", "rest")
 
 __all__ = [
     "AlreadyExistsError",
@@ -107,6 +107,7 @@ __all__ = [
     "SDKError",
     "TrainingClient",
     "WaitTimeoutError",
+    "api",
     "api_client",
     "configuration",
     "constants",

@@ -11,10 +11,13 @@ import json
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client import rest
+from kubernetes.client.configuration import Configuration
+from kubernetes.client.exceptions import ApiException, ApiValueError
 
 from trainop.sdk.models import build_model
 
-__all__ = ["ApiClient"]
+__all__ = ["ApiClient", "ApiException", "ApiValueError", "Configuration", "rest"]
 
 
 class ApiClient(client.ApiClient):  # type: ignore[misc]

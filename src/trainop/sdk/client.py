@@ -36,6 +36,11 @@ from trainop.sdk.models import SDK_JOB_MODELS, build_model, build_plain
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+# Upstream's: wait_for_job_conditions logs (at debug) a NAME/STATE/TIME table row per poll.
+status_logger = utils.StatusLogger(
+    header="{:<30.30} {:<20.20} {}".format("NAME", "STATE", "TIME"),
+    column_format="{:<30.30} {:<20.20} {}",
+)
 
 ENV_BACKEND = "TRAINOP_BACKEND"
 BACKENDS = ("local", "kubernetes")
@@ -432,9 +437,7 @@ class TrainingClient:
             job = self.get_job(name, ns, kind, timeout)
             conditions = _conditions_of(job)
             if conditions:
-                logger.debug(
-                    "%-30.30s %-20.20s %s", name, conditions[-1].type, conditions[-1].last_transition_time
-                )
+                status_logger(name, conditions[-1].type, conditions[-1].last_transition_time)
             return job
 
         def done(job: Any) -> bool:
@@ -749,15 +752,61 @@ class TrainingClient:
         )
         logger.debug("%s %s/%s has been deleted", kind, ns, name)
 
-    def train(self, *args: Any, **kwargs: Any) -> None:
-        """Not offered: upstream's alpha LLM fine-tuning API needs its trainer images and Hugging Face.
+    def train(
+        self,
+        name: str,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        num_workers: int = 1,
+        num_procs_per_worker: int = 1,
+        resources_per_worker: Any = None,
+        model_provider_parameters: Any = None,
+        dataset_provider_parameters: Any = None,
+        trainer_parameters: Any = None,
+        init_env_vars: Any = None,
+        env_vars: Any = None,
+        storage_config: dict[str, Any] = {  # noqa: B006 (upstream's default, never mutated here)
+            "size": constants.PVC_DEFAULT_SIZE,
+            "storage_class": None,
+            "access_modes": constants.PVC_DEFAULT_ACCESS_MODES,
+        },
+        queue_name: str | None = None,
+    ) -> None:
+        """Upstream's alpha LLM fine-tuning entry point, with its signature and its first checks.
+
+        Upstream downloads the model and dataset with its storage-initializer image into a PVC and
+        fine-tunes with its Hugging Face trainer image. trainop runs neither image (locally there are
+        no containers; on a cluster they would pull from Hugging Face), so after upstream's own checks
+        (its ImportError without ``peft``/``transformers``, its ValueError for a missing parameter) this
+        raises SDKError (a RuntimeError) naming what is missing. Fine-tune with
+        ``create_job(train_func=...)``, loading the model and dataset from local directories.
 
         Example:
-            >>> client.train(name="llm")  # raises NotImplementedError; build a PyTorchJob with create_job
+            >>> client.train(name="llm")   # ImportError, as upstream's, without peft and transformers
         """
-        raise NotImplementedError(
-            "train() (kubeflow-training's alpha LLM fine-tuning API) is not supported by trainop; "
-            "build the PyTorchJob with create_job(train_func=...) instead"
+        try:
+            import peft  # noqa: F401
+            import transformers  # noqa: F401
+        except ImportError:
+            raise ImportError(  # upstream's words
+                "Train API dependencies not installed. Run: pip install -U 'kubeflow-training[huggingface]' "
+            ) from None
+        if (
+            not name
+            or not model_provider_parameters
+            or not dataset_provider_parameters
+            or not trainer_parameters
+        ):
+            raise ValueError("One of the required parameters is None")
+        ns = namespace or self.namespace
+        raise SDKError(
+            f"Failed to create PyTorchJob: {ns}/{name}. Error: train() needs kubeflow-training's storage "
+            f"initializer ({constants.STORAGE_INITIALIZER_IMAGE}: downloads model_provider_parameters and "
+            f"dataset_provider_parameters into a PVC) and its LLM trainer ({constants.TRAINER_TRANSFORMER_IMAGE}); "
+            "trainop runs neither (see docs/sdk.md). Fine-tune with create_job(train_func=...), loading "
+            "the model and dataset from local directories",
+            detail="train() needs upstream's storage-initializer and trainer images",
         )
 
     # ------------------------------------------------------------------------------------------------

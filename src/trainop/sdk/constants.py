@@ -11,30 +11,32 @@ import os
 import sys
 from typing import Any, Final, Union
 
-from trainop.api import constants as api
-from trainop.api.kinds import KIND_INFO
+from trainop.api import constants as _api
+from trainop.api.kinds import KIND_INFO as _KIND_INFO
 from trainop.sdk import models
 
-# Upstream's module is kubeflow.training.constants.constants: `from ….constants import constants` works here too.
+# Upstream's module is kubeflow.training.constants.constants: `from ….constants import constants` and
+# `import ….constants.constants` work here too (the import system finds the name in sys.modules).
 constants = sys.modules[__name__]
+sys.modules[f"{__name__}.constants"] = constants
 
 DEFAULT_TIMEOUT: Final = 120
 DEFAULT_PIP_INDEX_URL: Final = "https://pypi.org/simple"
 DEFAULT_NAMESPACE: Final = "default"
-ISTIO_SIDECAR_INJECTION: Final = api.ANNOTATION_ISTIO_INJECT
+ISTIO_SIDECAR_INJECTION: Final = _api.ANNOTATION_ISTIO_INJECT
 
-GROUP: Final = api.GROUP
-VERSION: Final = api.VERSION
-API_VERSION: Final = api.API_VERSION
+GROUP: Final = _api.GROUP
+VERSION: Final = _api.VERSION
+API_VERSION: Final = _api.API_VERSION
 
 POD_KIND: Final = "Pod"
 POD_PHASE_PENDING: Final = "Pending"
 
-JOB_CONDITION_CREATED: Final = api.COND_CREATED
-JOB_CONDITION_RUNNING: Final = api.COND_RUNNING
-JOB_CONDITION_RESTARTING: Final = api.COND_RESTARTING
-JOB_CONDITION_SUCCEEDED: Final = api.COND_SUCCEEDED
-JOB_CONDITION_FAILED: Final = api.COND_FAILED
+JOB_CONDITION_CREATED: Final = _api.COND_CREATED
+JOB_CONDITION_RUNNING: Final = _api.COND_RUNNING
+JOB_CONDITION_RESTARTING: Final = _api.COND_RESTARTING
+JOB_CONDITION_SUCCEEDED: Final = _api.COND_SUCCEEDED
+JOB_CONDITION_FAILED: Final = _api.COND_FAILED
 # Upstream's set has no Suspended: wait_for_job_conditions accepts exactly these five (§7.3).
 JOB_CONDITIONS: Final = {
     JOB_CONDITION_CREATED,
@@ -45,12 +47,12 @@ JOB_CONDITIONS: Final = {
 }
 CONDITION_STATUS_TRUE: Final = "True"
 
-JOB_NAME_LABEL: Final = api.LABEL_JOB_NAME
-JOB_ROLE_LABEL: Final = api.LABEL_JOB_ROLE
-JOB_ROLE_MASTER: Final = api.JOB_ROLE_MASTER
-REPLICA_TYPE_LABEL: Final = api.LABEL_REPLICA_TYPE
-REPLICA_INDEX_LABEL: Final = api.LABEL_REPLICA_INDEX
-LOCAL_QUEUE_LABEL: Final = api.LABEL_KUEUE_QUEUE
+JOB_NAME_LABEL: Final = _api.LABEL_JOB_NAME
+JOB_ROLE_LABEL: Final = _api.LABEL_JOB_ROLE
+JOB_ROLE_MASTER: Final = _api.JOB_ROLE_MASTER
+REPLICA_TYPE_LABEL: Final = _api.LABEL_REPLICA_TYPE
+REPLICA_INDEX_LABEL: Final = _api.LABEL_REPLICA_INDEX
+LOCAL_QUEUE_LABEL: Final = _api.LABEL_KUEUE_QUEUE
 
 REPLICA_TYPE_CHIEF: Final = "Chief"
 REPLICA_TYPE_PS: Final = "PS"
@@ -76,42 +78,42 @@ TRAINER_TRANSFORMER_IMAGE: Final = os.getenv(
 # --- per kind ---
 TFJOB_KIND: Final = "TFJob"
 TFJOB_MODEL: Final = "KubeflowOrgV1TFJob"
-TFJOB_PLURAL: Final = KIND_INFO[TFJOB_KIND].plural
-TFJOB_CONTAINER: Final = KIND_INFO[TFJOB_KIND].default_container
+TFJOB_PLURAL: Final = _KIND_INFO[TFJOB_KIND].plural
+TFJOB_CONTAINER: Final = _KIND_INFO[TFJOB_KIND].default_container
 TFJOB_REPLICA_TYPES: Final = ("ps", "chief", "worker")
 TFJOB_BASE_IMAGE: Final = "docker.io/tensorflow/tensorflow:2.9.1"
 TFJOB_BASE_IMAGE_GPU: Final = "docker.io/tensorflow/tensorflow:2.9.1-gpu"
 
 PYTORCHJOB_KIND: Final = "PyTorchJob"
 PYTORCHJOB_MODEL: Final = "KubeflowOrgV1PyTorchJob"
-PYTORCHJOB_PLURAL: Final = KIND_INFO[PYTORCHJOB_KIND].plural
-PYTORCHJOB_CONTAINER: Final = KIND_INFO[PYTORCHJOB_KIND].default_container
+PYTORCHJOB_PLURAL: Final = _KIND_INFO[PYTORCHJOB_KIND].plural
+PYTORCHJOB_CONTAINER: Final = _KIND_INFO[PYTORCHJOB_KIND].default_container
 PYTORCHJOB_REPLICA_TYPES: Final = ("master", "worker")
 PYTORCHJOB_BASE_IMAGE: Final = "docker.io/pytorch/pytorch:2.1.2-cuda11.8-cudnn8-runtime"
 
 XGBOOSTJOB_KIND: Final = "XGBoostJob"
 XGBOOSTJOB_MODEL: Final = "KubeflowOrgV1XGBoostJob"
-XGBOOSTJOB_PLURAL: Final = KIND_INFO[XGBOOSTJOB_KIND].plural
-XGBOOSTJOB_CONTAINER: Final = KIND_INFO[XGBOOSTJOB_KIND].default_container
+XGBOOSTJOB_PLURAL: Final = _KIND_INFO[XGBOOSTJOB_KIND].plural
+XGBOOSTJOB_CONTAINER: Final = _KIND_INFO[XGBOOSTJOB_KIND].default_container
 XGBOOSTJOB_REPLICA_TYPES: Final = ("master", "worker")
 
 MPIJOB_KIND: Final = "MPIJob"
 MPIJOB_MODEL: Final = "KubeflowOrgV1MPIJob"
-MPIJOB_PLURAL: Final = KIND_INFO[MPIJOB_KIND].plural
-MPIJOB_CONTAINER: Final = KIND_INFO[MPIJOB_KIND].default_container
+MPIJOB_PLURAL: Final = _KIND_INFO[MPIJOB_KIND].plural
+MPIJOB_CONTAINER: Final = _KIND_INFO[MPIJOB_KIND].default_container
 MPIJOB_REPLICA_TYPES: Final = ("launcher", "worker")
 
 PADDLEJOB_KIND: Final = "PaddleJob"
 PADDLEJOB_MODEL: Final = "KubeflowOrgV1PaddleJob"
-PADDLEJOB_PLURAL: Final = KIND_INFO[PADDLEJOB_KIND].plural
-PADDLEJOB_CONTAINER: Final = KIND_INFO[PADDLEJOB_KIND].default_container
+PADDLEJOB_PLURAL: Final = _KIND_INFO[PADDLEJOB_KIND].plural
+PADDLEJOB_CONTAINER: Final = _KIND_INFO[PADDLEJOB_KIND].default_container
 PADDLEJOB_REPLICA_TYPES: Final = ("master", "worker")
 PADDLEJOB_BASE_IMAGE: Final = "docker.io/paddlepaddle/paddle:2.4.0rc0-gpu-cuda11.2-cudnn8.1-trt8.0"
 
 JAXJOB_KIND: Final = "JAXJob"
 JAXJOB_MODEL: Final = "KubeflowOrgV1JAXJob"
-JAXJOB_PLURAL: Final = KIND_INFO[JAXJOB_KIND].plural
-JAXJOB_CONTAINER: Final = KIND_INFO[JAXJOB_KIND].default_container
+JAXJOB_PLURAL: Final = _KIND_INFO[JAXJOB_KIND].plural
+JAXJOB_CONTAINER: Final = _KIND_INFO[JAXJOB_KIND].default_container
 # §9.12: upstream's value is the plain string "worker", which turns membership into a substring test.
 JAXJOB_REPLICA_TYPES: Final = ("worker",)
 JAXJOB_BASE_IMAGE: Final = "ghcr.io/kubeflow/training-v1/jaxjob-dist-spmd-mnist:latest"
@@ -174,7 +176,7 @@ JOB_MODELS_TYPE = Union[  # noqa: UP007 (upstream's spelling: a typing.Union obj
 
 # Every replica type some kind has, lower case (the label value); get_job_pods accepts any case (§9.12 fix).
 REPLICA_TYPES: Final = tuple(
-    dict.fromkeys(rt.lower() for info in KIND_INFO.values() for rt in info.replica_types)
+    dict.fromkeys(rt.lower() for info in _KIND_INFO.values() for rt in info.replica_types)
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import pprint
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from datetime import date, datetime
 from functools import cache
@@ -37,24 +38,21 @@ _VALIDATING = _Validation(True)
 _LENIENT = _Validation(False)
 
 
-class _Field:
-    """A model attribute stored in ``_<name>`` (upstream's generated property and setter)."""
+def _field(name: str, required: bool) -> property:
+    """A model attribute stored in ``_<name>``: upstream's generated property and setter (a required
+    field refuses None while client-side validation is on)."""
+    private = f"_{name}"
 
-    def __init__(self, name: str, required: bool) -> None:
-        self.name = name
-        self.private = f"_{name}"
-        self.required = required
+    def get(self: Any) -> Any:
+        return getattr(self, private)
 
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
-        if obj is None:
-            return self
-        return getattr(obj, self.private)
+    def set_(self: Any, value: Any) -> None:
+        config = getattr(self, "local_vars_configuration", _VALIDATING)
+        if required and value is None and getattr(config, "client_side_validation", True):
+            raise ValueError(f"Invalid value for `{name}`, must not be `None`")
+        setattr(self, private, value)
 
-    def __set__(self, obj: Any, value: Any) -> None:
-        config = getattr(obj, "local_vars_configuration", _VALIDATING)
-        if self.required and value is None and getattr(config, "client_side_validation", True):
-            raise ValueError(f"Invalid value for `{self.name}`, must not be `None`")
-        setattr(obj, self.private, value)
+    return property(get, set_, doc=f"The {name} of this model.")
 
 
 class OpenAPIModel:
@@ -62,14 +60,14 @@ class OpenAPIModel:
 
     openapi_types: ClassVar[dict[str, str]] = {}
     attribute_map: ClassVar[dict[str, str]] = {}
-    required: ClassVar[tuple[str, ...]] = ()
-    discriminator: Any = None
+    _required: ClassVar[tuple[str, ...]] = ()
+    discriminator: Any
     local_vars_configuration: Any
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for attr in cls.openapi_types:
-            setattr(cls, attr, _Field(attr, attr in cls.required))
+            setattr(cls, attr, _field(attr, attr in cls._required))
 
     def _init(self, args: Mapping[str, Any]) -> None:
         config = args.get("local_vars_configuration")
@@ -79,7 +77,7 @@ class OpenAPIModel:
         self.discriminator = None
         for attr in self.openapi_types:
             # Upstream's __init__ always runs a required field's setter, so a missing one raises.
-            if args[attr] is not None or attr in self.required:
+            if args[attr] is not None or attr in self._required:
                 setattr(self, attr, args[attr])
 
     def to_dict(self) -> dict[str, Any]:
@@ -223,7 +221,7 @@ class KubeflowOrgV1JAXJobList(OpenAPIModel):
         "kind": "kind",
         "metadata": "metadata",
     }
-    required: ClassVar[tuple[str, ...]] = ("items",)
+    _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
@@ -249,7 +247,7 @@ class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
         "jax_replica_specs": "jaxReplicaSpecs",
         "run_policy": "runPolicy",
     }
-    required: ClassVar[tuple[str, ...]] = ("jax_replica_specs", "run_policy")
+    _required: ClassVar[tuple[str, ...]] = ("jax_replica_specs", "run_policy")
     jax_replica_specs: Any
     run_policy: Any
 
@@ -276,7 +274,7 @@ class KubeflowOrgV1JobCondition(OpenAPIModel):
         "status": "status",
         "type": "type",
     }
-    required: ClassVar[tuple[str, ...]] = ("status", "type")
+    _required: ClassVar[tuple[str, ...]] = ("status", "type")
     last_transition_time: Any
     last_update_time: Any
     message: Any
@@ -376,7 +374,7 @@ class KubeflowOrgV1MPIJobList(OpenAPIModel):
         "kind": "kind",
         "metadata": "metadata",
     }
-    required: ClassVar[tuple[str, ...]] = ("items",)
+    _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
@@ -408,7 +406,7 @@ class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
         "run_policy": "runPolicy",
         "slots_per_worker": "slotsPerWorker",
     }
-    required: ClassVar[tuple[str, ...]] = ("mpi_replica_specs",)
+    _required: ClassVar[tuple[str, ...]] = ("mpi_replica_specs",)
     clean_pod_policy: Any
     main_container: Any
     mpi_replica_specs: Any
@@ -502,7 +500,7 @@ class KubeflowOrgV1PaddleJobList(OpenAPIModel):
         "kind": "kind",
         "metadata": "metadata",
     }
-    required: ClassVar[tuple[str, ...]] = ("items",)
+    _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
@@ -530,7 +528,7 @@ class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
         "paddle_replica_specs": "paddleReplicaSpecs",
         "run_policy": "runPolicy",
     }
-    required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
+    _required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
     elastic_policy: Any
     paddle_replica_specs: Any
     run_policy: Any
@@ -591,7 +589,7 @@ class KubeflowOrgV1PyTorchJobList(OpenAPIModel):
         "kind": "kind",
         "metadata": "metadata",
     }
-    required: ClassVar[tuple[str, ...]] = ("items",)
+    _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
@@ -621,7 +619,7 @@ class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
         "pytorch_replica_specs": "pytorchReplicaSpecs",
         "run_policy": "runPolicy",
     }
-    required: ClassVar[tuple[str, ...]] = ("pytorch_replica_specs", "run_policy")
+    _required: ClassVar[tuple[str, ...]] = ("pytorch_replica_specs", "run_policy")
     elastic_policy: Any
     nproc_per_node: Any
     pytorch_replica_specs: Any
@@ -832,7 +830,7 @@ class KubeflowOrgV1TFJobList(OpenAPIModel):
         "kind": "kind",
         "metadata": "metadata",
     }
-    required: ClassVar[tuple[str, ...]] = ("items",)
+    _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
@@ -862,7 +860,7 @@ class KubeflowOrgV1TFJobSpec(OpenAPIModel):
         "success_policy": "successPolicy",
         "tf_replica_specs": "tfReplicaSpecs",
     }
-    required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
+    _required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
     enable_dynamic_worker: Any
     run_policy: Any
     success_policy: Any
@@ -925,7 +923,7 @@ class KubeflowOrgV1XGBoostJobList(OpenAPIModel):
         "kind": "kind",
         "metadata": "metadata",
     }
-    required: ClassVar[tuple[str, ...]] = ("items",)
+    _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
@@ -951,7 +949,7 @@ class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
         "run_policy": "runPolicy",
         "xgb_replica_specs": "xgbReplicaSpecs",
     }
-    required: ClassVar[tuple[str, ...]] = ("run_policy", "xgb_replica_specs")
+    _required: ClassVar[tuple[str, ...]] = ("run_policy", "xgb_replica_specs")
     run_policy: Any
     xgb_replica_specs: Any
 
@@ -980,6 +978,34 @@ SDK_JOB_LIST_MODELS: dict[str, type[OpenAPIModel]] = {
     "PaddleJob": KubeflowOrgV1PaddleJobList,
     "JAXJob": KubeflowOrgV1JAXJobList,
 }
+
+
+def generated_module_name(model: str) -> str:
+    """``KubeflowOrgV1PyTorchJob`` → ``kubeflow_org_v1_py_torch_job``: the file openapi-generator wrote
+    each upstream model to (``XGBoost`` → ``xg_boost``, ``JAXJob`` → ``jax_job``)."""
+    words = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", model.removeprefix("KubeflowOrgV1"))
+    return "kubeflow_org_v1_" + re.sub(r"([a-z\d])([A-Z])", r"\1_\2", words).lower()
+
+
+def _register_generated_modules() -> None:
+    """Upstream's per-model modules, so ``from kubeflow.training.models.kubeflow_org_v1_py_torch_job
+    import KubeflowOrgV1PyTorchJob`` keeps working with ``trainop.sdk``: each holds its one class and is
+    found by the import system in ``sys.modules`` (this module is not a package)."""
+    module = sys.modules[__name__]
+    for name, value in list(vars(module).items()):
+        if name.startswith("KubeflowOrgV1") and isinstance(value, type):
+            sub = ModuleType(f"{__name__}.{generated_module_name(name)}", f"Upstream's module of {name}.")
+            setattr(sub, name, value)
+            sub.__all__ = [name]  # type: ignore[attr-defined]
+            sys.modules[sub.__name__] = sub
+            setattr(module, generated_module_name(name), sub)
+
+
+_register_generated_modules()
+
+# The public names: upstream's models (the kubernetes.client names come through __getattr__) and
+# KubeObject; the builders below are the SDK's own.
+__all__ = [*sorted(n for n in list(globals()) if n.startswith("KubeflowOrgV1")), "KubeObject"]
 
 
 # --- JSON → models (upstream's ApiClient.deserialize) ---

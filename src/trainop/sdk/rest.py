@@ -4,11 +4,17 @@ Importing it imports the Kubernetes client; ``trainop.sdk`` itself loads it only
 """
 
 from kubernetes.client.rest import (
+    ApiException,
+    ApiValueError,
     RESTClientObject,
     RESTResponse,
+    logger,
 )
 
 __all__ = [
+    "ApiException",
+    "ApiValueError",
     "RESTClientObject",
     "RESTResponse",
+    "logger",
 ]

@@ -24,8 +24,10 @@ from trainop.sdk import constants, models
 
 logger = logging.getLogger(__name__)
 
-# Upstream's module is kubeflow.training.utils.utils: `from ….utils import utils` works here too.
+# Upstream's module is kubeflow.training.utils.utils: `from ….utils import utils` and
+# `import ….utils.utils` work here too (the import system finds the name in sys.modules).
 utils = sys.modules[__name__]
+sys.modules[f"{__name__}.utils"] = utils
 
 
 class StatusLogger:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -64,6 +65,10 @@ class Run:
 )
 def run(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Run]:
     package, backend = request.param
+    if package == "kubeflow.training":
+        pytest.importorskip(
+            package, reason="kubeflow-training==1.9.4 (the pinned test dependency) is not installed"
+        )
     sdk = importlib.import_module(package)
     if backend == "local":
         # Unchanged notebook code reaches the local backend through the environment (docs/sdk.md).
@@ -469,4 +474,17 @@ def test_errors(run: Run) -> None:
         "Expected conditions: {'Suspended'}",
         "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. "
         "Argument `train_func` must be None.",
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(60)
+def test_train_without_hugging_face(run: Run) -> None:
+    """Upstream's train() first checks for peft and transformers: the same ImportError both ways."""
+    if importlib.util.find_spec("peft") and importlib.util.find_spec("transformers"):
+        pytest.skip("peft and transformers are installed: train() would go on to its images")
+    with pytest.raises(ImportError) as err:
+        run.client.train(name="llm")
+    assert str(err.value) == (
+        "Train API dependencies not installed. Run: pip install -U 'kubeflow-training[huggingface]' "
     )
