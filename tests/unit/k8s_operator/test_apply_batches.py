@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainop.backends.kubernetes.apply import _batches
+from trainop.backends.executor import build_batches as _batches
 from trainop.core.plan import Action, CreateObject, DeleteJob, DeleteObject, UpdateObject
 
 

@@ -1,10 +1,10 @@
-"""Apply a core Plan to the cluster: actions in order, one /status write if it changed, then events.
+"""Apply a core Plan to the cluster through the shared executor (backends/executor.py: its order and
+its one failure rule): this module is only the Kubernetes writes.
 
-The core decides; this only writes. Creates are idempotent (deterministic names: AlreadyExists is
-success), deletes too (NotFound is success). Consecutive creates (or deletes) run concurrently, so a
-job's pods and Services cost one round trip, not eight; what a pod needs at admission (MPI's
-ServiceAccount, Role, RoleBinding, ConfigMap) is created first. The status is written through ``/status`` with optimistic concurrency and
-re-applied onto a fresh read on conflict while the spec is unchanged. I/O adapter.
+Creates are idempotent (deterministic names: AlreadyExists is success), deletes too (NotFound is
+success). A batch's actions run concurrently, so a job's pods and Services cost one round trip, not
+eight. The status is written through ``/status`` with optimistic concurrency and re-applied onto a
+fresh read on conflict while the spec is unchanged. I/O adapter.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainop.backends.executor import ApplyError, execute_plan
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import (
     PRIORITY_STATUS,
@@ -32,22 +33,15 @@ from trainop.core.plan import (
     Event,
     Plan,
     UpdateObject,
-    outcome_event,
 )
+
+__all__ = ["ApplyError", "ApplyOutcome", "PlanApplier"]
 
 log = logging.getLogger(__name__)
 
 ObjRef = tuple[str, str]  # (Kubernetes kind, name)
 
 STATUS_CONFLICT_RETRIES = 3
-
-
-class ApplyError(Exception):
-    """Some actions failed; the rest were applied. The reconcile is retried with backoff."""
-
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__("; ".join(errors))
-        self.errors = errors
 
 
 @dataclass
@@ -57,34 +51,6 @@ class ApplyOutcome:
     status_written: dict[str, Any] | None = None  # the job as the apiserver returned it
     job_deleted: bool = False
     events: list[Event] = field(default_factory=list)  # what was emitted, failures included
-
-
-# Objects a pod may need at admission or start (its ServiceAccount, RBAC for the MPI launcher, a
-# ConfigMap volume): created before the rest of their group.
-PREREQUISITE_KINDS = frozenset({"ServiceAccount", "Role", "RoleBinding", "ConfigMap"})
-
-
-def _prerequisite(action: Action) -> bool:
-    return isinstance(action, CreateObject) and action.obj.get("kind") in PREREQUISITE_KINDS
-
-
-def _batches(actions: list[Action]) -> Iterator[list[Action]]:
-    """Groups of actions applied concurrently, in order: consecutive creates (prerequisite kinds in a
-    group of their own first), consecutive deletes; updates and the job's deletion one by one."""
-    group: list[Action] = []
-
-    def flush() -> Iterator[list[Action]]:
-        first: list[Action] = [a for a in group if _prerequisite(a)]
-        rest: list[Action] = [a for a in group if not _prerequisite(a)]
-        yield from (b for b in (first, rest) if b)
-
-    for a in actions:
-        if group and (type(a) is not type(group[0]) or isinstance(a, UpdateObject | DeleteJob)):
-            yield from flush()
-            group = []
-        group.append(a)
-    if group:
-        yield from flush()
 
 
 class PlanApplier:
@@ -102,42 +68,10 @@ class PlanApplier:
         self._count = count_metric
 
     async def apply(self, job: dict[str, Any], plan: Plan) -> ApplyOutcome:
-        meta = job.get("metadata") or {}
-        ns = meta.get("namespace") or "default"
-        out = ApplyOutcome()
-        errors: list[str] = []
-        for batch in _batches(plan.actions):
-            results = await asyncio.gather(
-                *(self._one(job, ns, a, out) for a in batch), return_exceptions=True
-            )
-            for action, res in zip(batch, results, strict=True):
-                if isinstance(res, asyncio.CancelledError):
-                    raise res
-                error = _error_text(res) if isinstance(res, BaseException) else None
-                if error is not None:
-                    verb, kind, name = _describe(action)
-                    errors.append(f"{verb} {kind} {name}: {error}")
-                ev = outcome_event(action, error)
-                if ev is not None:
-                    self._send(job, ev, out)
-            if errors:
-                break  # later kinds may depend on these (MPI launcher on its Role); retry the reconcile
-        if errors:
-            # No status, plan events or metrics: the next pass recomputes them from what now exists,
-            # so a counter is never incremented for a transition that was not written.
-            raise ApplyError(errors)
-        if plan.status_changed and not out.job_deleted:
-            out.status_written = await self.write_status(job, plan)
-            self._remember_job(out.status_written)
-        for name in plan.metrics:
-            self._count(name, job)
-        for ev in plan.events:
-            self._send(job, ev, out)
-        return out
-
-    def _send(self, job: dict[str, Any], ev: Event, out: ApplyOutcome) -> None:
-        out.events.append(ev)
-        self._emit(job, ev)
+        """Raises ApplyError (backends/executor.py) when an action failed."""
+        writer = _JobWriter(self, job)
+        await execute_plan(plan, writer)
+        return writer.out
 
     async def _one(self, job: dict[str, Any], ns: str, action: Action, out: ApplyOutcome) -> None:
         api = self.client.api
@@ -203,14 +137,36 @@ class PlanApplier:
         raise AssertionError("unreachable")
 
 
-def _describe(action: Action) -> tuple[str, str, str]:
-    if isinstance(action, CreateObject):
-        return "create", str(action.obj.get("kind")), str((action.obj.get("metadata") or {}).get("name"))
-    if isinstance(action, UpdateObject):
-        return "update", str(action.obj.get("kind")), str((action.obj.get("metadata") or {}).get("name"))
-    if isinstance(action, DeleteObject):
-        return "delete", action.kind, action.name
-    return "delete", "Job", ""
+class _JobWriter:
+    """One job's writes for one Plan (backends/executor.py PlanWriter)."""
+
+    def __init__(self, applier: PlanApplier, job: dict[str, Any]) -> None:
+        self.applier = applier
+        self.job = job
+        self.ns = (job.get("metadata") or {}).get("namespace") or "default"
+        self.out = ApplyOutcome()
+
+    async def apply_batch(self, batch: Sequence[Action]) -> list[str | None]:
+        results = await asyncio.gather(
+            *(self.applier._one(self.job, self.ns, a, self.out) for a in batch), return_exceptions=True
+        )
+        errors: list[str | None] = []
+        for res in results:
+            if isinstance(res, asyncio.CancelledError):
+                raise res
+            errors.append(_error_text(res) if isinstance(res, BaseException) else None)
+        return errors
+
+    async def write_status(self, plan: Plan) -> None:
+        self.out.status_written = await self.applier.write_status(self.job, plan)
+        self.applier._remember_job(self.out.status_written)
+
+    def emit(self, event: Event) -> None:
+        self.out.events.append(event)
+        self.applier._emit(self.job, event)
+
+    def count(self, metric: str) -> None:
+        self.applier._count(metric, self.job)
 
 
 def _error_text(exc: BaseException) -> str:
