@@ -74,15 +74,16 @@ class Operator:
         client.stats.hooks.append(self.metrics.rest_hook(host))
         self.gang = GangScheduler.from_flag(cfg.gang_scheduler_name)
         self.pod_group_resource = use_pod_group_api(self.gang.api_version) if self.gang else None
+        plugins = build_plugins(cfg)
+        # The plugins' capabilities say which owned kinds to watch besides pods and Services.
         self.cache = ClusterCache(
-            client, cfg.kinds, namespace=cfg.namespace, pod_group=self.pod_group_resource
+            client, cfg.kinds, namespace=cfg.namespace, pod_group=self.pod_group_resource, plugins=plugins
         )
         self.recorder = EventRecorder(client)
         self.backend = KubernetesJobBackend(
             client, self.cache, self.recorder, count_metric=self.metrics.count_job
         )
         self.queue: WorkQueue[JobKey] = WorkQueue(metrics=self.metrics)
-        plugins = build_plugins(cfg)
         self.reconciler = JobReconciler(
             self.backend,
             plugins.__getitem__,
