@@ -150,6 +150,12 @@ class RunView:
         """Replicas whose processes still run (what cleanPodPolicy left behind)."""
         return self.feed.running_replicas()
 
+    def settled(self) -> bool:
+        """No replica runs, by its processes (or containers) and by the pods last polled: the status
+        just shown is the job's last (a pod's phase follows its process's end by a moment)."""
+        pods_running = any((p.get("status") or {}).get("phase") == "Running" for p in self.pods)
+        return not pods_running and not self.still_running()
+
     def ending(self, job: TrainingJob) -> list[Text]:
         """``PyTorchJob x Failed after 3.1s`` and, unless it succeeded, what failed and where to look;
         then replicas left running, if any."""
