@@ -1,9 +1,18 @@
 """The plugin interface, as frameworks see it: re-exported from ``trainop.core.plugin``.
 
-The Protocol lives in core because core calls it and layers import downward only (design.md);
-plugins import it from here. Pure; no I/O.
+The Protocols live in core because core calls them and layers import downward only (design.md);
+plugins import them from here. ``FrameworkPlugin`` is what every kind implements; ``ExtraObjects``,
+``Launcher`` and ``LocalEnv`` are the optional capabilities a plugin has by having their members.
+Pure; no I/O.
 """
 
-from trainop.core.plugin import ConditionUpdate, FrameworkPlugin, ReplicaCounts
+from trainop.core.plugin import (
+    ConditionUpdate,
+    ExtraObjects,
+    FrameworkPlugin,
+    Launcher,
+    LocalEnv,
+    ReplicaCounts,
+)
 
-__all__ = ["ConditionUpdate", "FrameworkPlugin", "ReplicaCounts"]
+__all__ = ["ConditionUpdate", "ExtraObjects", "FrameworkPlugin", "Launcher", "LocalEnv", "ReplicaCounts"]
