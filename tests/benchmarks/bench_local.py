@@ -37,7 +37,7 @@ COMMAND = 'date +%s.%N > "$(MARKERS)/$(POD)"; exec sleep 30'
 # Everything `trainop submit` imports before it forks the supervisor (which reuses those imports).
 SUBMIT_IMPORTS = (
     "import trainop.cli.main, trainop.api.validation, trainop.backends.local.api, "
-    "trainop.controller.local_supervisor"
+    "trainop.backends.local.supervisor"
 )
 
 

@@ -84,9 +84,13 @@ def ancestors(pid: int) -> list[int]:
 
 def is_supervisor(pid: int) -> bool:
     try:
-        return b"trainop.controller.local_supervisor" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
+    # (the module's path, or its former one, which still starts it: controller/local_supervisor.py)
+    return (
+        b"trainop.backends.local.supervisor" in cmdline or b"trainop.controller.local_supervisor" in cmdline
+    )
 
 
 def unsupervised(home: Path) -> list[int]:
