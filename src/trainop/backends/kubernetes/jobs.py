@@ -189,6 +189,10 @@ class KubernetesBackend:
                 f"{self.where()} answered {api_status_code(exc)}: {exc.status.message}"
             ) from None
         except httpx.HTTPStatusError as exc:  # not an ApiError: a plain-text error answer
+            if api_errors:
+                raise
+            if _is_missing_type(exc):
+                raise self._no_crds() from None
             raise ClusterError(
                 f"{self.where()} answered {exc.response.status_code} to {exc.request.url}"
             ) from None
@@ -257,19 +261,21 @@ class KubernetesBackend:
         res = r.JOB_RESOURCES[job.kind]
         try:
             created = dict(self._run(self.client.api.create(res(doc)), api_errors=True))
-        except ApiError as exc:
+        except httpx.HTTPStatusError as exc:  # (an ApiError is one)
             raise self._write_error(exc, job, ns) from None
         out = parse_job(created)
         self._kinds[(out.namespace, out.name)] = out.kind
         return out
 
-    def _write_error(self, exc: ApiError, job: TrainingJob, namespace: str) -> BackendError:
+    def _write_error(self, exc: httpx.HTTPStatusError, job: TrainingJob, namespace: str) -> BackendError:
+        if _is_missing_type(exc):
+            return self._no_crds(job.kind)
+        if not isinstance(exc, ApiError):
+            return ClusterError(f"{self.where()} answered {exc.response.status_code} to {exc.request.url}")
         code = api_status_code(exc)
         details = exc.status.details
         if code == 409:
             return JobAlreadyExistsError(job.name, namespace, job.kind)
-        if _is_missing_type(exc):
-            return self._no_crds(job.kind)
         if code == 404 and details is not None and details.kind == "namespaces":
             return ClusterError(
                 f'namespace "{namespace}" does not exist on {self.where()}: create it '
@@ -285,7 +291,7 @@ class KubernetesBackend:
         for kind in kinds:
             try:
                 obj = dict(await self.client.api.get(r.JOB_RESOURCES[kind], name, namespace=namespace))
-            except ApiError as exc:
+            except (ApiError, httpx.HTTPStatusError) as exc:
                 if _is_missing_type(exc):
                     missing += 1
                 elif api_status_code(exc) != 404:
