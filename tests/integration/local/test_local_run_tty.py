@@ -179,7 +179,8 @@ def test_gpu_wait_names_the_job_holding_them_then_runs_once_released(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One GPU (TRAINOP_GPUS=0) held by a submitted job: run's job waits and says why, in the
-    scheduler's words with the count in use; once the holder is deleted it gets the GPU and runs."""
+    scheduler's words, naming the job that holds it; once the holder is deleted it gets the GPU and
+    runs."""
     monkeypatch.setenv("TRAINOP_GPUS", "0")
     holder = pytorch_job("holder").master(1).gpu("Master", 1).command(["sleep", "300"]).build_dict()
     assert run_cli("submit", str(write_manifest(tmp_path / "h.yaml", holder))).returncode == 0
@@ -193,11 +194,12 @@ def test_gpu_wait_names_the_job_holding_them_then_runs_once_released(
         .build_dict()
     )
     term = Terminal("run", str(write_manifest(tmp_path / "w.yaml", waiter)))
+    # (the gang's wording, issue 11: the pod's need, then who holds the GPUs, with the count)
     term.expect(
-        lambda t: (
-            "master-0: waiting for GPUs: 0/1 nodes are available: insufficient nvidia.com/gpu: pod "
-            "waiter-master-0 needs 1, 0 of 1 are free (1 in use by running jobs); it starts when enough "
-            "are released" in t
+        lambda t: re.search(
+            r"master-0: waiting for GPUs: 0/1 nodes are available: insufficient nvidia\.com/gpu: pod "
+            r"waiter-master-0 needs 1; [^\r\n]*0 of 1 are free \(held by default/holder: 1\)",
+            t,
         ),
         "the GPU wait reason",
     )
@@ -309,6 +311,34 @@ def test_a_tqdm_bar_updates_in_place(home: Path, tmp_path: Path) -> None:
         "at the end": ["master-0 | epoch 1: 100%|##########| 4/4"],
         "then": ["master-0 | saved model.pt"],
     }, f"{seen}\n" + "\n".join(screen)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="cli/watch.py RunView.emit prints finished lines while rich's Live redraws, under each print, "
+    "the frame of its last refresh (Live.update(refresh=False) does not change it), which still holds the "
+    "bar's unfinished state: that state shows below the finished line until the next tick. Fix (tried: "
+    "this test then passes, the other run tests too): emit materialises its lines (the follower drained) "
+    "and calls a hook first, which _watch sets after live.start() to "
+    "lambda: live.update(view.renderable(last), refresh=True)",
+)
+def test_a_finished_bar_leaves_no_stale_copy_on_screen(home: Path, tmp_path: Path) -> None:
+    """At no moment is the bar on screen twice: once its line ends, its unfinished state is not
+    redrawn under it (checked on the screen after each line the terminal received)."""
+    cmd = python_script(tmp_path / "bar.py", TQDM)
+    job = pytorch_job("bar").master(1).command(cmd).build_dict()
+    term = Terminal("run", str(write_manifest(tmp_path / "bar.yaml", job)))
+    for i, bar in enumerate(BARS):
+        term.expect(lambda t, bar=bar: f"master-0 | epoch 1: {bar}" in t, f"the bar at {i}/4")
+        (tmp_path / f"step{i}").touch()
+    assert term.wait() == 0
+    raw = term.raw.decode(errors="replace")
+    twice = {
+        tuple(lines)
+        for end in (k + 1 for k, ch in enumerate(raw) if ch == "\n")
+        if len(lines := [line for line in render_screen(raw[:end]) if "epoch 1:" in line]) > 1
+    }
+    assert twice == set(), term.text
 
 
 def test_replicas_left_running_after_a_success_are_named_with_how_to_stop_them(
