@@ -20,7 +20,7 @@ import pytest
 import yaml
 from k8s_harness import REPO, OperatorProcess
 
-from trainop.testing.testenv import SIM_OUTCOME, SIM_RUN_DURATION, K8sEnv
+from trainop.testing.testenv import SIM_OUTCOME, SIM_RUN_DURATION, K8sEnv, start_env
 
 DEMO = REPO / "examples" / "pytorch" / "ddp-digits"
 NAME = "ddp-digits"
@@ -260,3 +260,34 @@ def test_ctrl_c_suspends_the_cluster_job_and_keeps_it(
         "state": ["Interrupted"],
         "pods": f"No pods in namespace {k8s_namespace}.",
     }, out
+
+
+def test_a_cluster_without_the_crds_is_one_line(tmp_path: Path) -> None:
+    plane = start_env(nodes=1)  # a bare control plane of its own: the session's has the CRDs
+    try:
+        config = ["--kubeconfig", str(plane.kubeconfig)]
+        got = {
+            " ".join(args): (done.returncode, done.stderr.strip())
+            for args in (["get"], ["get", NAME], ["submit", str(DEMO / "pytorchjob.yaml")])
+            for done in [trainop(*args, *config)]
+        }
+    finally:
+        plane.stop()
+    where = f"the cluster at {plane.server} (context trainop-testenv)"
+    fix = (
+        "install the CRDs and the operator (kubectl apply -k manifests/crds; trainop operator, or manifests/)"
+    )
+    assert got == {
+        "get": (
+            5,
+            f"error: {where} does not serve the kubeflow.org/v1 training jobs: {fix}, or use --backend local",
+        ),
+        f"get {NAME}": (
+            5,
+            f"error: {where} does not serve the kubeflow.org/v1 training jobs: {fix}, or use --backend local",
+        ),
+        f"submit {DEMO / 'pytorchjob.yaml'}": (
+            5,
+            f"error: {where} does not serve pytorchjobs.kubeflow.org: {fix}, or use --backend local",
+        ),
+    }
