@@ -125,7 +125,7 @@ def _escape(text: str) -> str:
 
 
 def _fork_spawner(*args: Any) -> None:
-    from trainop.controller.local_supervisor import spawn_forked
+    from trainop.backends.local.spawn import spawn_forked
 
     spawn_forked(*args)
 
@@ -663,7 +663,7 @@ def _watch(
             if is_finished(last):
                 # Let the last lines land: until the job's replicas ended (at most 2 s more).
                 finish_deadline = finish_deadline or time.monotonic() + 2.0
-                if not view.still_running() or time.monotonic() >= finish_deadline:
+                if view.settled() or time.monotonic() >= finish_deadline:
                     if stream_logs:
                         view.emit(view.feed.poll_lines())
                     break
