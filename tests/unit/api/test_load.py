@@ -221,6 +221,14 @@ PARSE_ERRORS = [
         id="unknown kind",
     ),
     pytest.param(
+        _with("kind", ["x"]),
+        [
+            'kind: Unsupported value: ["x"]: supported values: "PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", '
+            '"PaddleJob", "JAXJob"'
+        ],
+        id="kind a list (issue 10, finding 5: TypeError unhashable)",
+    ),
+    pytest.param(
         {k: v for k, v in _with("kind", "PyTorchJob").items() if k != "kind"},
         [
             'kind: Required value: must be one of "PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob"'
@@ -246,9 +254,12 @@ def test_parse_errors(raw: dict[str, Any], want: list[str]) -> None:
 def test_yaml_syntax_error_has_a_position() -> None:
     with pytest.raises(InvalidJobError) as info:
         load_jobs("kind: PyTorchJob\nspec: [unclosed\n")
-    assert [str(e) for e in info.value.errors] == [
-        "not valid YAML at line 3, column 1: expected ',' or ']', but got '<stream end>'"
-    ]
+    assert (
+        [str(e) for e in info.value.errors]
+        == [
+            "not valid YAML at line 3, column 1: did not find expected ',' or ']'"  # libyaml's words, as kubectl's
+        ]
+    )
 
 
 def test_not_a_mapping() -> None:

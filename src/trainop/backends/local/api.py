@@ -224,7 +224,28 @@ class LocalBackend:
 
     def detect_local_errors(self, job: TrainingJob) -> list[FieldError]:
         """What this backend cannot run, found on the pods the core would create (so commands the
-        operator adds, such as MPI workers' ``sleep``, count), reported at the manifest's paths."""
+        operator adds, such as MPI workers' ``sleep``, count), reported at the manifest's paths.
+        First the replica count, before any pod is built: each replica is host processes here, so a job
+        may ask for at most 16 per CPU (at least 64) and, under a process limit, a quarter of it."""
+        import resource  # POSIX only, as this backend
+
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cap, why = max(64, 16 * cpus), f"16 per CPU, {cpus} CPU{'s' if cpus > 1 else ''} here"
+        nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+        if nproc != resource.RLIM_INFINITY and nproc // 4 < cap:
+            cap, why = max(1, nproc // 4), f"a quarter of this user's process limit, ulimit -u {nproc}"
+        counts = {k: (1 if rs.replicas is None else rs.replicas) for k, rs in job.replica_specs.items()}
+        if sum(counts.values()) > cap:
+            rtype = max(counts, key=lambda k: counts[k])
+            total = f" ({sum(counts.values())} in all)" if len(counts) > 1 else ""
+            return [
+                FieldError(
+                    f"spec.{KIND_INFO[job.kind].replica_map}[{rtype}].replicas",
+                    f"Invalid value: {counts[rtype]}: the local backend runs each replica as processes on "
+                    f"this machine, which can run at most {cap} replicas per job ({why}){total}; lower it, "
+                    "or run the job on Kubernetes (--backend kubernetes)",
+                )
+            ]
         unsuspended = job.model_copy(deep=True)
         if unsuspended.spec.run_policy is not None:
             unsuspended.spec.run_policy.suspend = False
