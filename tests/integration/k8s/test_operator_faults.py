@@ -57,8 +57,6 @@ def test_an_mpijob_template_the_operator_cannot_render_gets_a_warning(
     operator.check_alive()
 
 
-# Strict: passes (and so fails here) once the check lands; then drop this marker.
-@pytest.mark.xfail(strict=True, reason="issue 10 part D: core/v1 pod-template schema check not in api yet")
 def test_the_warning_names_the_field_that_validation_finds(
     operator: OperatorProcess, cluster: Cluster
 ) -> None:

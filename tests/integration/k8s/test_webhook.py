@@ -222,8 +222,6 @@ def test_mpijob_malformed_template_is_denied(ns: Cluster) -> None:
     assert ns.job("MPIJob", "wm1") is None
 
 
-# Strict: passes (and so fails here) once the check lands; then drop this marker.
-@pytest.mark.xfail(strict=True, reason="issue 10 part D: core/v1 pod-template schema check not in api yet")
 @pytest.mark.parametrize("kind", ["MPIJob", "PyTorchJob"])
 def test_env_that_is_not_a_list_is_denied(ns: Cluster, kind: str) -> None:
     """Finding 7 of issue 10 as reported (``env: notalist``): the Kubernetes core/v1 check of pod templates
