@@ -27,9 +27,9 @@ def gpu_job(name: str, release: Path, priority_class: str | None = None) -> dict
     return b.build_dict()
 
 
-def scheduling(backend: LocalBackend, job: str) -> dict[str, tuple[str, str]]:
-    """Each pod's PodScheduled condition: (status, message). Fails the test on a partial start: some
-    pods of the gang scheduled while others wait."""
+def scheduling(backend: LocalBackend, job: str, *, whole: bool = True) -> dict[str, tuple[str, str]]:
+    """Each pod's PodScheduled condition: (status, message). With ``whole`` (every pod is in the gang),
+    fails the test on a partial start: some pods scheduled while others wait."""
     got: dict[str, tuple[str, str]] = {}
     for p in backend.pods(job):
         cond = next(
@@ -40,7 +40,7 @@ def scheduling(backend: LocalBackend, job: str) -> dict[str, tuple[str, str]]:
             str(cond.get("message", "")),
         )
     states = {status for status, _ in got.values()}
-    assert not ("True" in states and len(states) > 1), f"{job} started partly: {got}"
+    assert not (whole and "True" in states and len(states) > 1), f"{job} started partly: {got}"
     return got
 
 
@@ -126,3 +126,73 @@ def test_a_gang_larger_than_the_machine_waits_saying_what_to_change(
     # Neither pod starts, though one of them alone would fit.
     wait_for(lambda: waiting_with(backend, "big", why), "the gang to wait, saying why")
     backend.delete("big")
+
+
+def test_same_priority_waits_in_creation_order_and_a_suspended_job_leaves_the_queue(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINOP_GPUS", "0,1")
+    backend = LocalBackend(home)
+    releases = {name: home.parent / f"release-{name}" for name in ("holder", "first", "second")}
+    backend.submit(gpu_job("holder", releases["holder"]))
+    wait_for(lambda: condition(backend.get("holder"), "Running"), "the holder to run on both GPUs")
+    backend.submit(gpu_job("first", releases["first"]))
+    backend.submit(gpu_job("second", releases["second"]))
+    behind_first = (
+        "gang of 2 pods needs 2 GPUs at once and waits behind default/first (priority 0, queue default), "
+        "which needs 2 GPUs and starts first"
+    )
+    wait_for(lambda: waiting_with(backend, "second", behind_first), "second to wait behind first")
+
+    # Suspended, first gives up its place: second now waits only for the GPUs, and gets them.
+    backend.set_suspend("first", True)
+    held_by_holder = (
+        "gang of 2 pods needs 2 GPUs at once, 0 of 2 are free (held by default/holder: 2); its pods start "
+        "together when enough are released"
+    )
+    wait_for(lambda: waiting_with(backend, "second", held_by_holder), "second to wait only for the GPUs")
+    releases["holder"].touch()
+    wait_for(lambda: condition(backend.get("second"), "Running"), "second to start")
+    wait_for(lambda: len(running_pids(backend, "second")) == 2, "both of second's replicas to run")
+    assert (backend.pods("first"), running_pids(backend, "first")) == ([], [])
+    for name in ("second", "first"):
+        releases[name].touch()
+    backend.set_suspend("first", False)
+    for name in ("holder", "second", "first"):
+        assert condition(backend.wait(name, ["Succeeded", "Failed"], timeout=60), "Succeeded") is not None
+
+
+def test_min_available_lowered_on_a_waiting_job_lets_its_gang_start(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upstream's e2e gang scenario on this machine: a gang larger than the machine waits; its
+    ``minAvailable`` lowered through an update (as ``update_job`` makes it), the smaller gang starts
+    whole, and the replicas beyond it take GPUs one by one as they are released."""
+    monkeypatch.setenv("TRAINOP_GPUS", "0,1")
+    backend = LocalBackend(home)
+    release = home.parent / "release"
+    manifest = gpu_job("big", release)
+    manifest["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = 3
+    manifest["spec"].setdefault("runPolicy", {})["schedulingPolicy"] = {"minAvailable": 4}
+    backend.submit(manifest)
+    too_big = (
+        "gang of 4 pods needs 4 GPUs at once, more than this machine has (2): lower "
+        "spec.runPolicy.schedulingPolicy.minAvailable or the replicas' nvidia.com/gpu limits"
+    )
+    wait_for(
+        lambda: (
+            {s for s, _ in scheduling(backend, "big").values()} == {"False"}
+            and all(m.endswith(too_big) for _, m in scheduling(backend, "big").values())
+            and len(scheduling(backend, "big")) == 4
+        ),
+        "the gang of 4 to wait",
+    )
+    assert running_pids(backend, "big") == []
+    manifest["spec"]["runPolicy"]["schedulingPolicy"]["minAvailable"] = 2
+    backend.update(manifest)
+    # The Master and the first Worker (the kind's order) start together on both GPUs.
+    wait_for(lambda: len(running_pids(backend, "big")) == 2, "the gang of 2 to start")
+    got = {pod: status for pod, (status, _) in scheduling(backend, "big", whole=False).items()}
+    assert got == {"master-0": "True", "worker-0": "True", "worker-1": "False", "worker-2": "False"}
+    release.touch()
+    assert condition(backend.wait("big", ["Succeeded", "Failed"], timeout=60), "Succeeded") is not None
