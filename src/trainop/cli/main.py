@@ -648,6 +648,8 @@ def _watch(
         live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
         if live is not None:
             live.start()
+            shown = live
+            view.before_print = lambda: shown.update(view.renderable(last), refresh=True)
         finish_deadline: float | None = None
         while signals.received is None:
             view.poll(last)

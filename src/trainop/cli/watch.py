@@ -8,7 +8,7 @@ cluster); it never changes a job.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
@@ -62,6 +62,10 @@ class RunView:
         self.printed_status: list[str] = []
         self.defaults: set[str] = set()
         self.flags = f" -n {job.namespace}" if job.namespace != "default" else ""
+        # Called before lines are printed under a live status (a TTY): rich redraws, under each print,
+        # the frame of its last refresh, which may still hold a bar's unfinished state; the hook
+        # refreshes it first, so a finished line never shows its old state below it.
+        self.before_print: Callable[[], None] | None = None
 
     @property
     def elapsed(self) -> float:
@@ -78,7 +82,10 @@ class RunView:
         return Text.assemble((f"{label:<{self.width}} | ", self.colors[label]), text)
 
     def emit(self, lines: Iterable[LogLine]) -> None:
-        for line in lines:
+        batch = list(lines)  # read first: the partial lines the refresh shows are then current
+        if batch and self.before_print is not None:
+            self.before_print()
+        for line in batch:
             label = self._label(line.replica, line.container)
             self.console.print(self._prefixed(label, render_line(line.text)))
 
