@@ -3,8 +3,10 @@
 ``KIND_INFO`` is the one table every layer reads (plural, replica types, default container and
 port, default restart policy, controller name, the kind's upstream quirks as data). Each spec model
 carries its kind's own defaults and admission rules as ``JobSpec`` hooks, so api/defaults.py and
-api/validation.py name no kind. A new kind's plugin declares its row and model and adds them with
-``register_kind``. Pure data and models; no I/O.
+api/validation.py name no kind. The six stay here because api imports nothing above it and parsing
+needs every model; a new kind's module under frameworks/ declares its own row and model and adds them
+with ``register_kind`` (through ``trainop.frameworks.registry.register_framework``). Pure data and
+models; no I/O.
 """
 
 from __future__ import annotations
