@@ -355,12 +355,14 @@ def test_replicas_left_running_after_a_success_are_named_with_how_to_stop_them(
 ) -> None:
     """A TFJob with cleanPodPolicy None (upstream's default): the chief finishes, the job Succeeded,
     run exits 0, and says the parameter server still runs and which command stops it."""
+    up = tmp_path / "ps-up"
     job = (
         tf_job("left")
         .chief(1)
         .ps(1)
-        .command(["sh", "-c", "echo chief done"], "Chief")
-        .command(["sh", "-c", "echo serving; sleep 300 & wait"], "PS")
+        # (the chief finishes once the PS serves, so that the PS is surely running when the job ends)
+        .command(["sh", "-c", f"until [ -e {up} ]; do sleep 0.05; done; echo chief done"], "Chief")
+        .command(["sh", "-c", f"echo serving; touch {up}; sleep 300 & wait"], "PS")
         .run_policy(cleanPodPolicy="None")
         .build_dict()
     )
