@@ -110,34 +110,44 @@ class _Recorder:
         self.active: set[str] = set()
         self.overlaps = 0
         self.calls: list[str] = []
+        self.succeeded: set[str] = set()
+        self.all_succeeded = asyncio.Event()  # every key failing at first has succeeded since
 
     async def reconcile(self, key: str) -> Result:
         if key in self.active:
             self.overlaps += 1
         self.active.add(key)
         self.calls.append(key)
-        await asyncio.sleep(0.01)
+        for _ in range(3):  # stay active while the other workers run (no wall clock)
+            await asyncio.sleep(0)
         self.active.discard(key)
         if self.fail.get(key, 0) > 0:
             self.fail[key] -= 1
             raise RuntimeError("boom")
+        self.succeeded.add(key)
+        if self.succeeded >= set(self.fail):
+            self.all_succeeded.set()
         return Result()
+
+
+async def _drained(q: WorkQueue[str]) -> None:
+    while len(q) or q.processing:
+        await asyncio.sleep(0)
 
 
 def test_controller_never_runs_one_key_twice_at_once_and_retries_failures() -> None:
     async def go() -> _Recorder:
-        q: WorkQueue[str] = WorkQueue()
+        # No backoff delay: a failed key is requeued at once, so the test waits on state, not time.
+        q: WorkQueue[str] = WorkQueue(backoff=ExponentialBackoff(base=0.0))
         rec = _Recorder(fail={"b": 2})
         ctl = Controller(q, rec, workers=4)
         task = asyncio.create_task(ctl.run())
         for _ in range(5):
             for k in ("a", "b", "c"):
                 q.add(k)
-            await asyncio.sleep(0.003)
-        for _ in range(200):
-            await asyncio.sleep(0.01)
-            if rec.calls.count("b") >= 3 and not len(q) and not q.processing:
-                break
+            await asyncio.sleep(0)
+        await asyncio.wait_for(rec.all_succeeded.wait(), 5)
+        await asyncio.wait_for(_drained(q), 5)
         await q.shutdown()
         await asyncio.wait_for(task, 5)
         return rec
