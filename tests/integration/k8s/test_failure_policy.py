@@ -5,7 +5,6 @@ Every wait is on observable state."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import subprocess
@@ -56,6 +55,8 @@ class PodTimeline:
 
     def __init__(self, env: K8sEnv, namespace: str, job: str) -> None:
         self.events: list[tuple[str, str, str]] = []  # (type, name, uid)
+        self.error: BaseException | None = None  # what ended the stream before stop(), if anything
+        self._stopping = threading.Event()
         self._client = env.client(namespace=namespace)
         self._thread = threading.Thread(target=self._run, args=(namespace, job), daemon=True)
         self._thread.start()
@@ -63,13 +64,19 @@ class PodTimeline:
     def _run(self, namespace: str, job: str) -> None:
         labels = {"training.kubeflow.org/job-name": job}
         # The stream ends with an error when stop() closes the client under it: that is its end.
-        with contextlib.suppress(Exception):
+        try:
             for typ, obj in self._client.watch(r.Pod, namespace=namespace, labels=labels):
                 meta = obj.metadata
                 self.events.append((str(typ), str(meta.name), str(meta.uid)))
+        except Exception as exc:  # kept for the assertion message
+            if not self._stopping.is_set():
+                self.error = exc
 
     def stop(self) -> list[tuple[str, str, str]]:
+        self._stopping.set()
         self._client.close()
+        self._thread.join(timeout=30)
+        assert self.error is None, f"the pod watch ended early: {self.error!r}; events so far: {self.events}"
         return list(self.events)
 
 
@@ -140,7 +147,7 @@ def test_worker_exits_137_once_every_replica_restarts_then_the_job_succeeds(
     )
     if strategy == "BlockingRecreate":
         # No new pod existed while an old one was still there.
-        assert min(added_new) > max(deleted_old), events
+        assert added_new and deleted_old and min(added_new) > max(deleted_old), events
 
 
 def test_exit_code_matching_a_failjob_rule_fails_at_once(operator: OperatorProcess, cluster: Cluster) -> None:
