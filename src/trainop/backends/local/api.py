@@ -17,11 +17,10 @@ import copy
 import os
 import random
 import signal
-import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,10 +62,10 @@ from trainop.backends.local.paths import (
 from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_pod, detect_pod_errors
 from trainop.backends.local.runner import rfc3339
+from trainop.backends.local.spawn import Spawner, spawn_supervisor_process
 from trainop.backends.local.store import EventRow, JobRow, ProcessRow, Store
 from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, build_job_done, poll_until
 
-SUPERVISOR_MODULE = "trainop.controller.local_supervisor"
 SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
 EXIT_SUPERVISOR_LOST = 137  # what a replica killed with its supervisor reports (SIGKILL)
 POLL = 0.2
@@ -134,36 +133,6 @@ def build_host_env(env: Mapping[str, str]) -> dict[str, str]:
     if bindir not in path.split(os.pathsep):
         out["PATH"] = bindir + os.pathsep + path if path else bindir
     return out
-
-
-# Starts a job's supervisor: (state paths, job uid, environment, supervisor log file).
-Spawner = Callable[[StatePaths, str, Mapping[str, str], Path], None]
-
-
-def spawn_supervisor_process(paths: StatePaths, uid: str, env: Mapping[str, str], log_path: Path) -> None:
-    """Start ``python -m trainop.controller.local_supervisor`` detached: its own session, and not our
-    child (``sh -c '… &'`` exits at once), so it outlives this process and never lingers as our zombie."""
-    with open_log(log_path) as out:
-        subprocess.run(
-            [
-                "/bin/sh",
-                "-c",
-                'exec "$@" </dev/null &',
-                "sh",
-                sys.executable,
-                "-m",
-                SUPERVISOR_MODULE,
-                "--home",
-                str(paths.home),
-                uid,
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=dict(env),
-            start_new_session=True,
-            close_fds=True,
-            check=True,
-        )
 
 
 class LocalBackend:
