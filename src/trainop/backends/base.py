@@ -7,7 +7,7 @@ Backend-neutral: no I/O here, and nothing backend-specific. The local backend im
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from trainop.api.common import TrainingJob
@@ -114,6 +114,54 @@ class JobFeed(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class EventRecord(Protocol):
+    """One event about a job, as ``describe`` lists it (the local store's row, or a cluster's Event);
+    times in epoch seconds."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def first_ts(self) -> float: ...
+    @property
+    def last_ts(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent:
+    """An ``EventRecord`` read from a cluster's core/v1 Event."""
+
+    type: str
+    reason: str
+    message: str
+    count: int
+    first_ts: float
+    last_ts: float
+
+
+@dataclass(slots=True)
+class JobDetails:
+    """Everything ``describe`` shows: the job, its pods and other objects (Services), its events; on
+    this machine also its processes, ports, working dir and supervisor; on a cluster, which one."""
+
+    job: TrainingJob
+    base_dir: str
+    pods: list[dict[str, Any]]
+    objects: list[dict[str, Any]]
+    events: Sequence[EventRecord]
+    processes: list[Any]  # the local store's ProcessRows (none on a cluster)
+    ports: dict[tuple[str, int], int]
+    supervisor: Any  # the local backend's SupervisorInfo; None on a cluster (its operator supervises)
+    deleting: bool = False
+    images: list[str] = field(default_factory=list)
+    cluster: str = ""  # where the job is, when a cluster's (backends/kubernetes/jobs.py)
 
 
 class JobBackend(Protocol):

@@ -16,8 +16,8 @@ from rich.table import Table
 from trainop.api.constants import ANNOTATION_INTERRUPTED
 from trainop.api.defaults import apply_defaults
 from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, build_failure_policy
-from trainop.backends.base import detect_state
-from trainop.backends.local.api import JobDetails, replica_label
+from trainop.backends.base import JobDetails, detect_state
+from trainop.backends.local.api import replica_label
 from trainop.cli.format import format_age
 
 

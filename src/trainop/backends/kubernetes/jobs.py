@@ -33,6 +33,8 @@ from trainop.backends.base import (
     BackendError,
     ContainerRun,
     JobAlreadyExistsError,
+    JobDetails,
+    JobEvent,
     JobFeed,
     JobNotFoundError,
     LogLine,
@@ -384,9 +386,6 @@ class KubernetesBackend:
         return list(build_pod_runs(self.pods(name, namespace)))
 
     def describe(self, name: str, namespace: str = "default") -> Any:
-        from trainop.backends.local.api import JobDetails
-        from trainop.backends.local.store import EventRow
-
         raw = self._get_raw(name, namespace)
         job = parse_job(raw)
         pods = self._pods_of(job)
@@ -401,7 +400,7 @@ class KubernetesBackend:
             last = _ts(e.get("lastTimestamp") or (e.get("series") or {}).get("lastObservedTime")) or first
             count = int(e.get("count") or (e.get("series") or {}).get("count") or 1)
             rows.append(
-                EventRow(
+                JobEvent(
                     str(e.get("type")), str(e.get("reason")), str(e.get("message") or ""), count, first, last
                 )
             )

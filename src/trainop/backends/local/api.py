@@ -21,7 +21,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from trainop.api.names import validate_dns1123_label
 from trainop.backends.base import (
     BackendError,
     ContainerRun,
+    JobDetails,
     JobFeed,
     JobNotFoundError,
     LogLine,
@@ -63,7 +64,7 @@ from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_pod, detect_pod_errors
 from trainop.backends.local.runner import rfc3339
 from trainop.backends.local.spawn import Spawner, spawn_supervisor_process
-from trainop.backends.local.store import EventRow, JobRow, ProcessRow, Store
+from trainop.backends.local.store import JobRow, ProcessRow, Store
 from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, build_job_done, poll_until
 
 SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
@@ -89,23 +90,6 @@ class SupervisorInfo:
     state: str  # starting | running | exited
     pid: int | None
     alive: bool
-
-
-@dataclass(slots=True)
-class JobDetails:
-    """Everything ``describe`` shows: the job, its pods and other objects, events and processes."""
-
-    job: TrainingJob
-    base_dir: str
-    pods: list[dict[str, Any]]
-    objects: list[dict[str, Any]]
-    events: list[EventRow]
-    processes: list[ProcessRow]
-    ports: dict[tuple[str, int], int]
-    supervisor: SupervisorInfo | None  # None on a cluster: its operator supervises every job
-    deleting: bool = False
-    images: list[str] = field(default_factory=list)
-    cluster: str = ""  # where the job is, when a cluster's (backends/kubernetes/jobs.py)
 
 
 def build_generated_name(prefix: str) -> str:
