@@ -595,71 +595,76 @@ def detect_pod_errors(
     tspec = template.get("spec") or {}
     errs: list[FieldError] = []
     for key in ("initContainers", "containers"):
-        tcount = len(tspec.get(key) or [])
+        tcontainers = tspec.get(key) or []
         for i, c in enumerate(spec.get(key) or []):
             if not isinstance(c, dict):
                 continue
             cpath = f"{path}.template.spec.{key}[{i}]"
-            injected = i >= tcount
-            if not injected:  # names its log file (logs/<ns>/<job>/<pod>/<container>.<n>.log)
-                errs.extend(validate_dns1123_label(c.get("name"), f"{cpath}.name"))
-                for j, m in enumerate(c.get("volumeMounts") or []):
-                    sub = m.get("subPath") if isinstance(m, dict) else None
-                    if isinstance(sub, str) and sub:  # a directory inside the volume, never above it
-                        errs.extend(
-                            invalid(f"{cpath}.volumeMounts[{j}].subPath", sub, msg)
-                            for msg in detect_volume_path_errors(sub)
-                        )
-            if not c.get("command") and not (
-                injected and key == "initContainers" and c.get("name") in noop_helpers
-            ):
-                where = (
-                    cpath if not injected else f"{path} (container {c.get('name')!r} added by the operator)"
-                )
-                errs.append(
-                    required(
-                        f"{where}.command" if not injected else where,
-                        "the local backend runs host processes, so each container needs a command "
-                        '(the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
-                    )
-                )
-            if not injected:
-                tenv = (
-                    len((tspec.get(key) or [])[i].get("env") or [])
-                    if isinstance((tspec.get(key) or [])[i], dict)
-                    else 0
-                )
-                errs.extend(_env_errors(cpath, c, tenv))
+            if i >= len(tcontainers):  # injected by the operator
+                if not c.get("command") and not (key == "initContainers" and c.get("name") in noop_helpers):
+                    errs.append(_command_error(f"{path} (container {c.get('name')!r} added by the operator)"))
+                continue
+            errs += _user_container_errors(c, tcontainers[i], cpath)
     tvols = len(tspec.get("volumes") or [])
     for i, v in enumerate((spec.get("volumes") or [])[:tvols]):
-        if not isinstance(v, dict):
-            continue
-        kinds = [k for k in v if k != "name"]
-        vpath = f"{path}.template.spec.volumes[{i}]"
-        errs.extend(validate_dns1123_label(v.get("name"), f"{vpath}.name"))  # names its directory
-        cm = v.get("configMap")
-        for j, item in enumerate((cm.get("items") if isinstance(cm, dict) else None) or []):
-            rel = item.get("path") if isinstance(item, dict) else None
-            if isinstance(rel, str):
-                errs.extend(
-                    invalid(f"{vpath}.configMap.items[{j}].path", rel, m)
-                    for m in detect_volume_path_errors(rel)
-                )
-        if isinstance(cm, dict) and cm.get("name") not in known_cms and not cm.get("optional"):
-            errs.append(
-                FieldError(
-                    f"{path}.template.spec.volumes[{i}].configMap.name",
-                    f'Not found: "{cm.get("name")}": the local backend has only the ConfigMaps the job itself '
-                    "creates; use a hostPath volume pointing at a local directory instead",
-                )
+        if isinstance(v, dict):
+            errs += _volume_errors(v, f"{path}.template.spec.volumes[{i}]", known_cms)
+    return errs
+
+
+def _command_error(path: str) -> FieldError:
+    return required(
+        path,
+        "the local backend runs host processes, so each container needs a command "
+        '(the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
+    )
+
+
+def _user_container_errors(c: Mapping[str, Any], template: Any, cpath: str) -> list[FieldError]:
+    """A container of the user's template: its name (it names its log file,
+    logs/<ns>/<job>/<pod>/<container>.<n>.log), subPaths, command and env."""
+    errs = validate_dns1123_label(c.get("name"), f"{cpath}.name")
+    for j, m in enumerate(c.get("volumeMounts") or []):
+        sub = m.get("subPath") if isinstance(m, dict) else None
+        if isinstance(sub, str) and sub:  # a directory inside the volume, never above it
+            errs.extend(
+                invalid(f"{cpath}.volumeMounts[{j}].subPath", sub, msg)
+                for msg in detect_volume_path_errors(sub)
             )
-        elif not any(k in SUPPORTED_VOLUMES for k in kinds):
-            errs.append(
-                FieldError(
-                    f"{path}.template.spec.volumes[{i}]",
-                    f'Unsupported value: "{kinds[0] if kinds else ""}": the local backend supports '
-                    "emptyDir (a per-replica directory), configMap (created by the job) and hostPath "
-                    "(used as is) volumes",
-                )
+    if not c.get("command"):
+        errs.append(_command_error(f"{cpath}.command"))
+    tenv = len(template.get("env") or []) if isinstance(template, dict) else 0
+    errs.extend(_env_errors(cpath, c, tenv))
+    return errs
+
+
+def _volume_errors(v: Mapping[str, Any], vpath: str, known_cms: set[str]) -> list[FieldError]:
+    """A volume of the user's template: its name (it names its directory), configMap item paths, and
+    whether the local backend has its source."""
+    kinds = [k for k in v if k != "name"]
+    errs = validate_dns1123_label(v.get("name"), f"{vpath}.name")
+    cm = v.get("configMap")
+    for j, item in enumerate((cm.get("items") if isinstance(cm, dict) else None) or []):
+        rel = item.get("path") if isinstance(item, dict) else None
+        if isinstance(rel, str):
+            errs.extend(
+                invalid(f"{vpath}.configMap.items[{j}].path", rel, m) for m in detect_volume_path_errors(rel)
             )
+    if isinstance(cm, dict) and cm.get("name") not in known_cms and not cm.get("optional"):
+        errs.append(
+            FieldError(
+                f"{vpath}.configMap.name",
+                f'Not found: "{cm.get("name")}": the local backend has only the ConfigMaps the job itself '
+                "creates; use a hostPath volume pointing at a local directory instead",
+            )
+        )
+    elif not any(k in SUPPORTED_VOLUMES for k in kinds):
+        errs.append(
+            FieldError(
+                vpath,
+                f'Unsupported value: "{kinds[0] if kinds else ""}": the local backend supports '
+                "emptyDir (a per-replica directory), configMap (created by the job) and hostPath "
+                "(used as is) volumes",
+            )
+        )
     return errs
