@@ -239,11 +239,12 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _backend_error_code(exc: Exception) -> int:
-    """A cluster that refused the job (its webhook, the API's validation) is bad input, exit 2; one
-    that cannot be used is exit 5; the cluster serves no logs for a pod: 3, as nothing found."""
-    from trainop.backends.kubernetes.jobs import JobRejectedError, LogsUnavailableError
+    """A cluster that refused the job (its webhook, the API's validation), or an option the backend
+    lacks, is bad input, exit 2; one that cannot be used is exit 5; the cluster serves no logs for a
+    pod: 3, as nothing found."""
+    from trainop.backends.kubernetes.jobs import JobRejectedError, LogsUnavailableError, NotSupportedError
 
-    if isinstance(exc, JobRejectedError):
+    if isinstance(exc, JobRejectedError | NotSupportedError):
         return EXIT_INVALID
     if isinstance(exc, LogsUnavailableError):
         return EXIT_NOT_FOUND

@@ -65,6 +65,10 @@ class JobRejectedError(BackendError):
     validation (the CRD's schema). The message is the cluster's."""
 
 
+class NotSupportedError(BackendError):
+    """An option this backend does not offer yet (the message says what to use instead)."""
+
+
 class LogsUnavailableError(BackendError):
     """The cluster serves no logs for a pod (kwok's pods, a node whose kubelet cannot be reached)."""
 
@@ -534,7 +538,7 @@ class KubernetesBackend:
         previous: bool = False,
     ) -> Iterator[LogLine]:
         if previous:
-            raise ClusterError(
+            raise NotSupportedError(
                 "--previous is not available with --backend kubernetes yet; kubectl logs --previous POD shows it"
             )
         job = self.get(name, namespace)
