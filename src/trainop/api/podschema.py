@@ -216,7 +216,7 @@ def _a(typ: str) -> str:
 
 
 def unknown_field_message(key: str, known: list[str]) -> str:
-    """As api/validation.py words an unknown field: what Kubernetes does with it, and a did-you-mean."""
+    """An unknown field (a template's or a job's, api/validation.py uses it too): what Kubernetes does with it, and a did-you-mean."""
     folded = {k.casefold(): k for k in known}
     guess = folded.get(key.replace("_", "").replace("-", "").casefold())
     if guess is None:

@@ -10,7 +10,6 @@ never mutates the job.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -31,7 +30,7 @@ from trainop.api.errors import (
 from trainop.api.failure_policy import validate_failure_policy
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
-from trainop.api.podschema import template_errors
+from trainop.api.podschema import template_errors, unknown_field_message
 from trainop.api.rules import (
     DNS1035_LABEL_MAX,
     at_least,
@@ -87,7 +86,8 @@ def _walk_extras(model: KubeModel, path: str, errs: list[FieldError]) -> None:
     if extra:
         known = [f.alias or name for name, f in fields.items()]
         for key in extra:
-            errs.append(FieldError(_join(path, key), _unknown_field_message(key, known)))
+            # An empty key is printed as podschema prints it, so the error still has a path.
+            errs.append(FieldError(_join(path, key or '""'), unknown_field_message(key, known)))
     for name, f in fields.items():
         if name == "template":
             continue  # a PodTemplateSpec: Kubernetes validates the pods built from it
@@ -107,18 +107,6 @@ def _walk_extras(model: KubeModel, path: str, errs: list[FieldError]) -> None:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _unknown_field_message(key: str, known: list[str]) -> str:
-    folded = {k.casefold(): k for k in known}
-    guess = folded.get(key.replace("_", "").replace("-", "").casefold())
-    if guess is None:
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        guess = close[0] if close else None
-    head = "Unsupported field: Kubernetes would drop it"
-    if guess is not None:
-        return f'{head}; did you mean "{guess}"?'
-    return f"{head}; the fields here are " + ", ".join(f'"{k}"' for k in sorted(known))
 
 
 def _effective_name(job: TrainingJob) -> tuple[str, str]:

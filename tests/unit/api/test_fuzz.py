@@ -51,10 +51,6 @@ KNOWN_FAULTS: dict[str, Callable[[BaseException | None, str], bool]] = {
     "LocalBackend.render writes into a metadata that is not an object": lambda exc, where: (
         isinstance(exc, AttributeError | TypeError) and where.endswith("backends/local/api.py:render")
     ),
-    # api/validation.py's unknown-field walk joins an empty key to an empty path: "" at the top level.
-    "an unknown empty top-level key is reported without a path": lambda exc, where: (
-        where.startswith("no path: ") and "'Unsupported field: Kubernetes would drop it" in where
-    ),
 }
 SLOW_SECONDS = 10.0
 SUITE_INPUTS = 300

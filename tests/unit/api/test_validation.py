@@ -786,3 +786,13 @@ def test_validate_does_not_mutate() -> None:
     before = job.to_dict()
     validate_job(job)
     assert job.to_dict() == before
+
+
+def test_an_unknown_empty_top_level_key_still_has_a_path() -> None:
+    """`"": 1` at the top of a manifest: the unknown-field error names it as "" (it had no path)."""
+    obj = pytorch_job("empty-key").master(1).workers(1).build_dict()
+    obj[""] = 1
+    errs = validate_for_apply(obj)
+    assert [(e.path, e.message.split(";")[0]) for e in errs] == [
+        ('""', "Unsupported field: Kubernetes would drop it")
+    ]
