@@ -210,3 +210,14 @@ def test_registries_built_later_have_it() -> None:
 def test_builders_serve_it_too() -> None:
     job = job_builder(KIND, "b").workers(3).build()
     assert isinstance(job, LightJob) and job.replica_specs["Worker"].replicas == 3
+
+
+def test_the_cluster_backends_have_its_resource() -> None:
+    from trainop.backends.kubernetes.resources import JOB_RESOURCES
+
+    res = JOB_RESOURCES[KIND]
+    assert (res._api_info.resource.group, res._api_info.resource.version, res._api_info.plural) == (
+        "kubeflow.org",
+        "v1",
+        "lightjobs",
+    )

@@ -60,10 +60,23 @@ ValidatingWebhookConfiguration: Any = _private(
     "validatingwebhookconfigurations",
 )
 
+
+class _JobResources(dict[str, Any]):
+    """Job kind → its generic resource; a kind registered after import (``register_framework``) gets
+    its resource on first use, from its ``KIND_INFO`` row."""
+
+    def __missing__(self, kind: str) -> Any:
+        info = KIND_INFO.get(kind)
+        if info is None:
+            raise KeyError(kind)
+        resource = self[kind] = create_namespaced_resource(GROUP, VERSION, kind, info.plural)
+        return resource
+
+
 # The six job kinds (contract §1.1), as the brief's generic resources; they carry /status (and /scale).
-JOB_RESOURCES: dict[str, Any] = {
-    kind: create_namespaced_resource(GROUP, VERSION, kind, info.plural) for kind, info in KIND_INFO.items()
-}
+JOB_RESOURCES: dict[str, Any] = _JobResources(
+    {kind: create_namespaced_resource(GROUP, VERSION, kind, info.plural) for kind, info in KIND_INFO.items()}
+)
 
 # Objects a Plan may create, update or delete, by Kubernetes kind (core/plan.py actions carry the kind).
 OWNED_RESOURCES: dict[str, Any] = {
