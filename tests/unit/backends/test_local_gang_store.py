@@ -96,3 +96,18 @@ def test_a_deleted_job_leaves_the_queue(store: Store) -> None:
     store.delete_job("uid-a")  # its queue row goes with it (ON DELETE CASCADE)
     store.release_gpus("uid-c", "c-worker-0")
     assert store.admit_gang(request("b", 2, 1.0), INVENTORY) == Admission(True)
+
+
+def test_a_gang_that_gave_back_every_gpu_queues_again(store: Store) -> None:
+    """A whole-job restart deletes every pod (their GPUs go back): the new pods start as a new gang,
+    never some on the GPUs that are left while the others wait."""
+    store.admit_gang(request("a", 2, 0.0), INVENTORY)
+    for pod in ("a-master-0", "a-worker-0"):
+        store.allocate_gpus("uid-a", pod, [("pytorch", 1)], INVENTORY)
+        store.release_gpus("uid-a", pod)
+    store.allocate_gpus("uid-c", "c-worker-0", [("pytorch", 2)], INVENTORY)  # c took two meanwhile
+    assert store.admit_gang(request("a", 2, 0.0), INVENTORY) == Admission(
+        False,
+        "gang of 2 pods needs 2 GPUs at once, 1 of 3 are free (held by default/c: 2); its pods start "
+        "together when enough are released",
+    )

@@ -35,27 +35,23 @@ def build_pod_refusal(pod: dict[str, Any], inventory: tuple[str, ...], admission
 class GangPodRunner(PodRunner):
     """The local kubelet, with a job-level admission in front of its per-pod scheduling: ``gang`` is
     the job's request (None: its gang needs no GPU, nothing to admit), set by the supervisor from the
-    job whenever it changes. Admission is asked at most once per tick, and only while a pod waits."""
+    job whenever it changes. While a pod waits to be scheduled the store is asked, at most once per
+    tick; it answers at once for a job already admitted that still holds GPUs, and queues anew one
+    whose pods have all given theirs back (a whole-job restart, a recovery), so that a gang never
+    restarts partly either."""
 
     gang: GangRequest | None = None
-    admitted: bool = False
     _admission: Admission | None = None
 
     def set_gang(self, request: GangRequest | None) -> None:
-        if request != self.gang:
-            self.gang = request
-            self.admitted = False  # the store keeps an admitted job admitted: this only asks again
-
-    def forget_admission(self) -> None:
-        """The store released the job's gang (suspended, finished): a new start queues again."""
-        self.admitted = False
+        self.gang = request
 
     def tick(self) -> None:
         self._admission = None
         super().tick()
 
     def _schedule(self, pod: PodRun, now: float) -> bool:
-        if self.gang is not None and not self.admitted:
+        if self.gang is not None:
             if self._admission is None:
                 self._admission = self.store.admit_gang(self.gang, self.gpu_inventory)
             if not self._admission.admit:
@@ -65,5 +61,4 @@ class GangPodRunner(PodRunner):
                     self.events.append(("Warning", "FailedScheduling", msg))
                     self.changed = True
                 return False
-            self.admitted = True
         return super()._schedule(pod, now)

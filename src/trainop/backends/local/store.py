@@ -607,11 +607,18 @@ class Store:
         """Queue ``request`` (or refresh it: the job may have changed) and decide, in one transaction
         against every other waiting job and every GPU held, whether its gang starts now; if so, reserve
         its GPUs (rows with no pod, handed to its pods by ``allocate_gpus``) and mark it admitted, so
-        that no other job can take them between the decision and its pods' start. An admitted job
-        stays admitted until ``release_gang``. Waiting jobs whose deletion was asked for are ignored."""
+        that no other job can take them between the decision and its pods' start. A job stays
+        admitted while it holds GPUs (reserved, or its pods'); once it holds none (its pods ended or
+        were deleted, e.g. a whole-job restart) its next pods queue again as a new gang. Waiting jobs
+        whose deletion was asked for are ignored."""
         with self.tx() as c:
+            rows = c.execute(
+                "SELECT g.gpu, g.job_uid, j.namespace || '/' || j.name FROM gpus g JOIN jobs j "
+                "ON j.uid = g.job_uid"
+            ).fetchall()
+            own = sum(1 for _, owner, _ in rows if owner == request.uid)
             row = c.execute("SELECT admitted FROM gangs WHERE job_uid = ?", (request.uid,)).fetchone()
-            if row is not None and row[0]:
+            if row is not None and row[0] and own:
                 return Admission(True)
             c.execute(
                 "INSERT OR REPLACE INTO gangs (job_uid, job, pods, gpus, priority, priority_class, queue, "
@@ -637,12 +644,7 @@ class Store:
                     (request.uid,),
                 )
             ]
-            rows = c.execute(
-                "SELECT g.gpu, g.job_uid, j.namespace || '/' || j.name FROM gpus g JOIN jobs j "
-                "ON j.uid = g.job_uid"
-            ).fetchall()
             held = {gpu: job for gpu, owner, job in rows if owner != request.uid}
-            own = sum(1 for _, owner, _ in rows if owner == request.uid)
             admission = compute_admission(request, waiting, inventory, held)
             if admission.admit:
                 taken = {r[0] for r in rows}

@@ -227,7 +227,6 @@ class Supervisor:
         gang = build_local_gang(row, job, status)
         if gang is None and self.runner.gang is not None:
             self.store.release_gang(self.uid)
-            self.runner.forget_admission()
         self.runner.set_gang(gang)
 
     def _loop(self, wake_fd: int) -> bool:
