@@ -105,8 +105,11 @@ class JobFeed(Protocol):
         """Every run of every main container (init containers left out), oldest first."""
         ...
 
-    def tails(self, labels: set[str], defaults: set[str], *, finished_only: bool) -> dict[str, list[str]]:
-        """The last lines of each replica in ``labels`` (its latest run, a default container first)."""
+    def tails(
+        self, labels: set[str], defaults: set[str], *, finished_only: bool
+    ) -> dict[str, list[str] | None]:
+        """The last lines of each replica in ``labels`` (its latest run, a default container first);
+        None for a replica whose output cannot be read (a cluster serving no logs for its pod)."""
         ...
 
     def running_replicas(self) -> list[str]:

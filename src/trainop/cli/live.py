@@ -208,7 +208,7 @@ def detect_first_restarts(noticed: frozenset[str], views: Sequence[ReplicaView])
     return [v for v in views if v.restarts > 0 and v.label not in noticed]
 
 
-def build_restart_notice(view: ReplicaView, restart_policy: str, tail: Sequence[str]) -> list[str]:
+def build_restart_notice(view: ReplicaView, restart_policy: str, tail: Sequence[str] | None) -> list[str]:
     """``worker-0 restarted (restart 1, restartPolicy OnFailure): exit code 2 (Error); its last lines:``."""
     e = view.last_exit
     why = f"exit code {e.code} ({e.reason})" if e else "its process ended"
@@ -218,7 +218,11 @@ def build_restart_notice(view: ReplicaView, restart_policy: str, tail: Sequence[
     return _with_tail(head, view.label, tail)
 
 
-def _with_tail(head: str, label: str, tail: Sequence[str]) -> list[str]:
+def _with_tail(head: str, label: str, tail: Sequence[str] | None) -> list[str]:
+    """``head`` and the replica's last lines; ``None``: its output cannot be read (a cluster that
+    serves no logs for its pod), which is not the same as printing nothing."""
+    if tail is None:
+        return [head + "; its output is not available (the cluster serves no logs for its pod)"]
     if not tail:
         return [head + "; it printed nothing"]
     return [head + "; its last lines:", *(f"  {label} | {t}" for t in tail[-TAIL_LINES:])]
@@ -254,7 +258,7 @@ def build_failure_summary(
     job: TrainingJob,
     processes: Sequence[ContainerRun],
     views: Sequence[ReplicaView],
-    tails: Mapping[str, Sequence[str]],
+    tails: Mapping[str, Sequence[str] | None],
     flags: str = "",
 ) -> list[str]:
     """The lines under ``Failed after …``: the job's reason, the replica that failed first (exit code,

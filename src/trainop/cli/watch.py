@@ -149,9 +149,9 @@ class RunView:
     def _processes(self) -> list[ContainerRun]:
         return self.feed.runs()
 
-    def _tails(self, labels: set[str], *, finished_only: bool = False) -> dict[str, list[str]]:
+    def _tails(self, labels: set[str], *, finished_only: bool = False) -> dict[str, list[str] | None]:
         raw = self.feed.tails(labels, self.defaults, finished_only=finished_only)
-        return {label: build_tail(lines) for label, lines in raw.items()}
+        return {label: None if lines is None else build_tail(lines) for label, lines in raw.items()}
 
     def still_running(self) -> list[str]:
         """Replicas whose processes still run (what cleanPodPolicy left behind)."""

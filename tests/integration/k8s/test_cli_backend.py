@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 import yaml
-from k8s_harness import REPO, OperatorProcess
+from k8s_harness import REPO, OperatorProcess, annotate
 
-from trainop.testing.testenv import SIM_OUTCOME, SIM_RUN_DURATION, K8sEnv, start_env
+from trainop.testing.builders import pytorch_job
+from trainop.testing.testenv import SIM_EXIT_CODE, SIM_OUTCOME, SIM_RUN_DURATION, K8sEnv, start_env
 
 DEMO = REPO / "examples" / "pytorch" / "ddp-digits"
 NAME = "ddp-digits"
@@ -294,3 +295,52 @@ def test_a_cluster_without_the_crds_is_one_line(tmp_path: Path) -> None:
             f"error: {where} does not serve pytorchjobs.kubeflow.org: {fix}, or use --backend local",
         ),
     }
+
+
+_AFTER = re.compile(r" after [0-9.]+s$")
+
+
+def test_a_failure_gets_the_summary_it_gets_locally(
+    k8s_env: K8sEnv, operator: OperatorProcess, k8s_namespace: str, tmp_path: Path
+) -> None:
+    """A Worker (restartPolicy Never) exits 3 while the Master runs: the job Fails; run's ending names
+    the job's reason, the replica that failed first and how, where to look, and the Master left
+    running (cleanPodPolicy None), in the same words on both backends. Locally the replicas are
+    processes; on the cluster kwok plays the same fates from annotations."""
+    fates = {SIM_OUTCOME: "fail", SIM_EXIT_CODE: "3", SIM_RUN_DURATION: "1s"}
+    job = (
+        pytorch_job("crash")
+        .master(1)
+        .workers(1)
+        .restart_policy("Never")
+        .command([sys.executable, "-c", "import time; time.sleep(300)"], "Master")
+        .command([sys.executable, "-c", "import sys, time; time.sleep(1); sys.exit(3)"], "Worker")
+        .template(annotate(fates), "Worker")
+        .build_dict()
+    )
+    manifest = tmp_path / "crash.yaml"
+    manifest.write_text(yaml.safe_dump(job, sort_keys=False))
+    ns = ["-n", k8s_namespace]  # the same on both, so the hints' flags are the same
+    local_env = {"TRAINOP_HOME": str(tmp_path / "home")}
+    on_cluster = trainop("run", str(manifest), *ns, "--kubeconfig", str(k8s_env.kubeconfig), timeout=180)
+    here = trainop("run", str(manifest), *ns, env=local_env, timeout=180)
+    trainop("delete", "crash", *ns, "--grace-period", "0", env=local_env)  # the Master it left running
+
+    def ending(out: str) -> list[str]:
+        lines = out.splitlines()
+        start = next(i for i, t in enumerate(lines) if t.startswith("PyTorchJob crash Failed after "))
+        return [_AFTER.sub(" after …", t) for t in lines[start:]]
+
+    side_by_side = f"--- cluster (rc {on_cluster.returncode}):\n{on_cluster.stdout}{on_cluster.stderr}"
+    side_by_side += f"--- local (rc {here.returncode}):\n{here.stdout}{here.stderr}"
+    got, want = ending(on_cluster.stdout), ending(here.stdout)
+    # The one difference: what worker-0 printed. Locally it printed nothing; kwok's pods have no logs,
+    # which the cluster's ending says rather than "it printed nothing".
+    head = "  worker-0 failed first: exit code 3 (Error); "
+    assert want[2] == head + "it printed nothing", side_by_side
+    assert got[2:3] == [head + "its output is not available (the cluster serves no logs for its pod)"], (
+        side_by_side
+    )
+    assert (on_cluster.returncode, got[:2] + got[3:]) == (here.returncode, want[:2] + want[3:]), side_by_side
+    assert here.returncode == 1 and want[1].startswith("  PyTorchJobFailed: "), side_by_side
+    print(side_by_side)  # (pytest -s shows both runs)

@@ -51,3 +51,13 @@ def test_tails_prefer_the_default_container() -> None:
         ("master-0", "pytorch"): collections.deque(["m"]),
     }
     assert feed.tails({"worker-0"}, {"pytorch"}, finished_only=True) == {"worker-0": ["a", "b"]}
+
+
+def test_a_replica_whose_logs_the_cluster_does_not_serve_has_no_tail_rather_than_an_empty_one() -> None:
+    feed = _feed(PODS)
+    feed._no_logs = {"j-worker-0"}
+    feed._kept = {("master-0", "pytorch"): collections.deque(["m"])}
+    assert feed.tails({"worker-0", "master-0", "worker-1"}, {"pytorch"}, finished_only=True) == {
+        "worker-0": None,
+        "master-0": ["m"],
+    }

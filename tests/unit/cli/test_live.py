@@ -194,10 +194,22 @@ def proc(pod_name: str, attempt: int, code: int | None, finished: float | None) 
             ],
             id="a killed replica, pods gone: the signal named from the exit code",
         ),
+        pytest.param(
+            [proc("gpu-master-0", 0, 1, 4.0)],
+            [],
+            {"master-0": None},
+            [
+                "  PyTorchJobFailed: PyTorchJob gpu is failed because 1 Worker replica(s) failed.",
+                "  master-0 failed first: exit code 1 (Error); its output is not available (the cluster "
+                "serves no logs for its pod)",
+                "  details: trainop describe gpu; output: trainop logs gpu --replica master-0",
+            ],
+            id="a cluster serving no logs: not 'it printed nothing'",
+        ),
     ],
 )
 def test_failure_summary(
-    processes: list[ProcessRow], views: list[ReplicaView], tails: dict[str, list[str]], want: list[str]
+    processes: list[ProcessRow], views: list[ReplicaView], tails: dict[str, list[str] | None], want: list[str]
 ) -> None:
     job = (
         job2()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import copy
 import queue
@@ -656,11 +657,25 @@ class ClusterFeed:
     def runs(self) -> list[ContainerRun]:
         return list(build_pod_runs(self._pods))
 
-    def tails(self, labels: set[str], defaults: set[str], *, finished_only: bool) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {}
+    def tails(
+        self, labels: set[str], defaults: set[str], *, finished_only: bool
+    ) -> dict[str, list[str] | None]:
+        """As the local feed's, from the lines the streams kept; None for a replica whose pod the
+        cluster serves no logs for. For the ending (not ``finished_only``: a restart notice must not
+        wait) the replicas' streams get up to a second to answer, so that is known."""
+        if not finished_only:
+            self._start_streams(follow=False)
+            pods = {f"{self.job.name}-{label}" for label in labels}
+            pending = [f for (pod, _, _), f in self._streams.items() if pod in pods and not f.done()]
+            if pending:
+                concurrent.futures.wait(pending, timeout=1.0)
+        out: dict[str, list[str] | None] = {}
         for (label, container), kept in self._kept.items():
             if label in labels and kept and (container in defaults or label not in out):
                 out[label] = list(kept)
+        for label in labels - out.keys():
+            if f"{self.job.name}-{label}" in self._no_logs:
+                out[label] = None  # not "printed nothing": the cluster does not say what it printed
         return out
 
     def running_replicas(self) -> list[str]:

@@ -57,7 +57,9 @@ class LocalFeed:
     def runs(self) -> list[ContainerRun]:
         return list(self._processes())
 
-    def tails(self, labels: set[str], defaults: set[str], *, finished_only: bool) -> dict[str, list[str]]:
+    def tails(
+        self, labels: set[str], defaults: set[str], *, finished_only: bool
+    ) -> dict[str, list[str] | None]:
         latest: dict[str, ProcessRow] = {}
         for p in self._processes():
             label = replica_label(self.row.name, p.pod)
