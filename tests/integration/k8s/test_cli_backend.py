@@ -21,7 +21,14 @@ import yaml
 from k8s_harness import REPO, OperatorProcess, annotate
 
 from trainop.testing.builders import pytorch_job
-from trainop.testing.testenv import SIM_EXIT_CODE, SIM_OUTCOME, SIM_RUN_DURATION, K8sEnv, start_env
+from trainop.testing.testenv import (
+    SIM_EXIT_CODE,
+    SIM_FAIL_TIMES,
+    SIM_OUTCOME,
+    SIM_RUN_DURATION,
+    K8sEnv,
+    start_env,
+)
 
 DEMO = REPO / "examples" / "pytorch" / "ddp-digits"
 NAME = "ddp-digits"
@@ -344,3 +351,42 @@ def test_a_failure_gets_the_summary_it_gets_locally(
     assert (on_cluster.returncode, got[:2] + got[3:]) == (here.returncode, want[:2] + want[3:]), side_by_side
     assert here.returncode == 1 and want[1].startswith("  PyTorchJobFailed: "), side_by_side
     print(side_by_side)  # (pytest -s shows both runs)
+
+
+def test_restarts_and_waiting_reasons_on_the_cluster(
+    k8s_env: K8sEnv, operator: OperatorProcess, k8s_namespace: str, tmp_path: Path
+) -> None:
+    """The Master crashes twice (exit 2, restartPolicy OnFailure) then succeeds; the Worker's image
+    cannot be pulled. run counts the restarts, gives the crash notice once, and says why the Worker
+    waits, in the words it uses locally (kubectl's waiting reason and message)."""
+    job = (
+        pytorch_job("loop")
+        .master(1)
+        .workers(1)
+        .restart_policy("OnFailure")
+        .template(annotate({SIM_OUTCOME: "fail", SIM_EXIT_CODE: "2", SIM_FAIL_TIMES: "2"}), "Master")
+        .template(annotate({"sim.trainop.dev/waiting-reason": "ImagePullBackOff"}), "Worker")
+        .build_dict()
+    )
+    manifest = tmp_path / "loop.yaml"
+    manifest.write_text(yaml.safe_dump(job, sort_keys=False))
+    done = trainop("run", str(manifest), "-n", k8s_namespace, "--kubeconfig", str(k8s_env.kubeconfig))
+    out = done.stdout
+    got = {
+        "exit": done.returncode,
+        "restart counts": [
+            n for n in ("· 1 restart\n", "· 2 restarts\n") if f"  Master  1/1 Running {n}" in out
+        ],
+        "notices": out.count("master-0 restarted ("),
+        "notice": "master-0 restarted (restart 1, restartPolicy OnFailure): exit code 2 (Error)" in out,
+        "waiting": "    worker-0: ImagePullBackOff: simulated by kwok\n" in out,
+        "ending": endings(out.replace("PyTorchJob loop ", f"PyTorchJob {NAME} ")),
+    }
+    assert got == {
+        "exit": 0,
+        "restart counts": ["· 1 restart\n", "· 2 restarts\n"],
+        "notices": 1,
+        "notice": True,
+        "waiting": True,
+        "ending": [f"PyTorchJob {NAME} Succeeded"],
+    }, out + done.stderr
