@@ -322,18 +322,10 @@ def test_a_tqdm_bar_updates_in_place(home: Path, tmp_path: Path) -> None:
     }, f"{seen}\n" + "\n".join(screen)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/watch.py RunView.emit prints finished lines while rich's Live redraws, under each print, "
-    "the frame of its last refresh (Live.update(refresh=False) does not change it), which still holds the "
-    "bar's unfinished state: that state shows below the finished line until the next tick. Fix (tried: "
-    "this test then passes, the other run tests too): emit materialises its lines (the follower drained) "
-    "and calls a hook first, which _watch sets after live.start() to "
-    "lambda: live.update(view.renderable(last), refresh=True)",
-)
 def test_a_finished_bar_leaves_no_stale_copy_on_screen(home: Path, tmp_path: Path) -> None:
     """At no moment is the bar on screen twice: once its line ends, its unfinished state is not
-    redrawn under it (checked on the screen after each line the terminal received)."""
+    redrawn under it (checked on the screen after each line the terminal received; rich's Live redraws
+    the frame of its last refresh under every print, so run refreshes it first, ba994e8)."""
     cmd = python_script(tmp_path / "bar.py", TQDM)
     job = pytorch_job("bar").master(1).command(cmd).build_dict()
     term = Terminal("run", str(write_manifest(tmp_path / "bar.yaml", job)))
