@@ -87,10 +87,7 @@ def is_supervisor(pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    # (the module's path, or its former one, which still starts it: controller/local_supervisor.py)
-    return (
-        b"trainop.backends.local.supervisor" in cmdline or b"trainop.controller.local_supervisor" in cmdline
-    )
+    return b"trainop.backends.local.supervisor" in cmdline
 
 
 def unsupervised(home: Path) -> list[int]:
