@@ -191,14 +191,16 @@ def _invalid(exc: Exception) -> NoReturn:
 
 def _read_manifests(file: Path) -> list[dict[str, Any]]:
     from trainop.api.errors import InvalidJobError
-    from trainop.api.load import load_documents
+    from trainop.api.load import MAX_MANIFEST_BYTES, load_documents, read_manifest
 
+    # Bytes, not text: api/load decodes them as kubectl does (UTF-8, or UTF-16/32 with a byte-order
+    # mark) and refuses a file over the API server's limit before reading all of it.
     try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_text()
-    except OSError as exc:
-        _fail(f"cannot read {file}: {exc.strerror or exc}", EXIT_INVALID)
-    try:
-        docs = load_documents(text)
+        try:
+            data = sys.stdin.buffer.read(MAX_MANIFEST_BYTES + 1) if str(file) == "-" else read_manifest(file)
+        except OSError as exc:
+            _fail(f"cannot read {file}: {exc.strerror or exc}", EXIT_INVALID)
+        docs = load_documents(data, source=str(file))
     except InvalidJobError as exc:
         _invalid(exc)
     if not docs:

@@ -42,16 +42,9 @@ from trainop.testing.examples import find_example_jobs
 
 REPO = Path(__file__).resolve().parents[3]
 
-# Root causes this fuzzer found in code outside issue 10 part D's files, reported to their owners.
-# They are counted apart (``known``) so the suite stays green, and test_known_faults_are_fixed (a
-# strict xfail) fails the day one is fixed, so its entry is removed here. Keep this table empty.
-KNOWN_FAULTS: dict[str, Callable[[BaseException | None, str], bool]] = {
-    # LocalBackend.render (backends/local/api.py) sets metadata.namespace on the raw manifest before
-    # parsing it: `metadata: []` or `metadata: x` is an AttributeError or TypeError (trainop render -f).
-    "LocalBackend.render writes into a metadata that is not an object": lambda exc, where: (
-        isinstance(exc, AttributeError | TypeError) and where.endswith("backends/local/api.py:render")
-    ),
-}
+# Root causes this fuzzer finds in code another change owns can be listed here while they are fixed:
+# they are counted apart (``known``) and printed. Keep this table empty; every entry is a bug.
+KNOWN_FAULTS: dict[str, Callable[[BaseException | None, str], bool]] = {}
 SLOW_SECONDS = 10.0
 SUITE_INPUTS = 300
 SUITE_SEED = 20261125
@@ -438,11 +431,6 @@ def test_fuzz_manifests(suite_report: Report) -> None:
     assert suite_report.uncaught == []
     assert suite_report.no_path == []
     assert suite_report.slow == []  # measured per input; far from the limit at this size
-
-
-@pytest.mark.xfail(strict=True, reason="issue 10 part D: root causes reported to their owners (KNOWN_FAULTS)")
-def test_known_faults_are_fixed(suite_report: Report) -> None:
-    assert dict(suite_report.known) == {}
 
 
 def main(argv: list[str]) -> int:

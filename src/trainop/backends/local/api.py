@@ -295,7 +295,11 @@ class LocalBackend:
         first for this job on ``backend`` ("local" or "kubernetes"). Raises InvalidJobError."""
         check_namespace(namespace)
         doc = copy.deepcopy(dict(manifest))
-        meta = doc.setdefault("metadata", {})
+        meta = doc.get("metadata")
+        if meta is None:
+            meta = doc["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise InvalidJobError([FieldError("metadata", _not_an_object(meta))])
         meta["namespace"] = namespace or meta.get("namespace") or "default"
         meta.setdefault("uid", "00000000-0000-0000-0000-000000000000")
         if not meta.get("name") and isinstance(meta.get("generateName"), str):
@@ -311,7 +315,7 @@ class LocalBackend:
         from trainop.api.validation import validate_job
 
         job = parse_job(doc)
-        errors = validate_job(job)
+        errors = validate_job(job) or _render_size_errors(job)
         if errors:
             raise InvalidJobError(errors, kind=job.kind, name=job.name)
         return build_objects(job, backend)
@@ -907,3 +911,26 @@ class LogFollower:
             for _, fh, _ in self.open.values():
                 fh.close()
             self.open.clear()
+
+
+# A dry run prints every object the job's first pass creates; past this many pods it would print
+# (and build) for minutes or forever (replicas: 2147483647 is a valid int32), so it says so instead.
+RENDER_MAX_PODS = 10_000
+
+
+def _render_size_errors(job: TrainingJob) -> list[FieldError]:
+    counts = {k: (1 if rs.replicas is None else rs.replicas) for k, rs in job.replica_specs.items()}
+    if sum(counts.values()) <= RENDER_MAX_PODS:
+        return []
+    rtype = max(counts, key=lambda k: counts[k])
+    return [
+        FieldError(
+            f"spec.{KIND_INFO[job.kind].replica_map}[{rtype}].replicas",
+            f"Invalid value: {counts[rtype]}: render prints every pod, at most {RENDER_MAX_PODS} per job "
+            f"({sum(counts.values())} asked); render a smaller copy, the cluster itself takes the job as it is",
+        )
+    ]
+
+
+def _not_an_object(value: Any) -> str:
+    return f"Invalid value: {value!r:.60}: must be an object (an ObjectMeta: name, namespace, labels ...)"
