@@ -23,7 +23,8 @@ KUSTOMIZATION = "kustomization.yaml"
 # A Kubernetes resource.Quantity, as apimachinery's OpenAPI marks it.
 _QUANTITY: dict[str, Any] = {
     "anyOf": [{"type": "integer"}, {"type": "string"}],
-    "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+    "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
     "x-kubernetes-int-or-string": True,
 }
 _OPAQUE: dict[str, Any] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
@@ -33,8 +34,10 @@ _DESCRIPTIONS: dict[str, str] = {
     "spec": "The desired state of the job.",
     "status": "The observed state of the job, written by the operator.",
     "spec.runPolicy": "Policies that apply to the whole job: cleanup, retries, deadlines, gang scheduling.",
-    "spec.runPolicy.cleanPodPolicy": "Which pods to delete once the job finishes: All, Running or None (the default).",
-    "spec.runPolicy.ttlSecondsAfterFinished": "Seconds after completion before the job is deleted; unset keeps it.",
+    "spec.runPolicy.cleanPodPolicy": "Which pods to delete once the job finishes: All, Running or None "
+    "(the default).",
+    "spec.runPolicy.ttlSecondsAfterFinished": "Seconds after completion before the job is deleted; unset "
+    "keeps it.",
     "spec.runPolicy.activeDeadlineSeconds": "Seconds after startTime before a running job is failed.",
     "spec.runPolicy.backoffLimit": "How many pod restarts or failures are tolerated before the job fails.",
     "spec.runPolicy.suspend": "While true the job has no pods; setting it deletes running pods.",

@@ -292,7 +292,8 @@ class MPIJobSpec(JobSpec):
                         errs.append(
                             FieldError(
                                 f"{cpath}.{key}",
-                                f"MPIReplicaSpec is not valid: {word} is undefined in the container of {rtype}",
+                                f"MPIReplicaSpec is not valid: {word} is undefined in the container "
+                                f"of {rtype}",
                             )
                         )
             if rtype == "Launcher" and rs.replicas is not None and rs.replicas != 1:

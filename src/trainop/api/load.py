@@ -203,7 +203,8 @@ def decode_manifest(data: bytes, *, source: str = "") -> str:
         bad = data[exc.start : exc.start + 1].hex()
         raise _whole(
             source,
-            f"not UTF-8 at byte {exc.start} (0x{bad}): save the file as UTF-8 (or UTF-16 with a byte-order mark)",
+            f"not UTF-8 at byte {exc.start} (0x{bad}): save the file as UTF-8 (or UTF-16 with a "
+            "byte-order mark)",
         ) from None
 
 

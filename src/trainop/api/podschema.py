@@ -96,7 +96,8 @@ def _check_map(value: Any, item_type: str, path: str, errs: list[FieldError]) ->
         errs.append(
             FieldError(
                 path,
-                f"Invalid value: {_shown(value)}: must be an object (a map of strings to {_plural(item_type)})",
+                f"Invalid value: {_shown(value)}: must be an object (a map of strings to "
+                f"{_plural(item_type)})",
             )
         )
         return
@@ -216,7 +217,10 @@ def _a(typ: str) -> str:
 
 
 def unknown_field_message(key: str, known: list[str]) -> str:
-    """An unknown field (a template's or a job's, api/validation.py uses it too): what Kubernetes does with it, and a did-you-mean."""
+    """An unknown field (a template's or a job's; api/validation.py uses it too).
+
+    Says what Kubernetes does with it, and gives a did-you-mean.
+    """
     folded = {k.casefold(): k for k in known}
     guess = folded.get(key.replace("_", "").replace("-", "").casefold())
     if guess is None:

@@ -173,8 +173,8 @@ def _validate_pod_name(path: str, name: str, value: str) -> list[FieldError]:
             invalid(
                 path,
                 value,
-                f"{max_len_error(LABEL_VALUE_MAX)}: it is the value of the {LABEL_JOB_NAME} label on every pod; "
-                f"shorten it by {over} character{'s' if over > 1 else ''}",
+                f"{max_len_error(LABEL_VALUE_MAX)}: it is the value of the {LABEL_JOB_NAME} label on "
+                f"every pod; shorten it by {over} character{'s' if over > 1 else ''}",
             )
         )
     return errs

@@ -1,4 +1,6 @@
-"""The small Protocol every framework plugin implements (re-exported by ``trainop.frameworks.base``), plus the shared data it exchanges with core.
+"""The small Protocol every framework plugin implements, plus the shared data it exchanges with core.
+
+Re-exported by ``trainop.frameworks.base``.
 
 ``FrameworkPlugin`` is what core calls on every kind (names, labels, the pod, the §4.4 status rule);
 what only some kinds do is a small capability Protocol (extra objects, a launcher, the local

@@ -235,7 +235,8 @@ class MPIPlugin(BasePlugin):
     # §3.9: kubectl-delivery copies kubectl into /opt/kube for kubexec.sh; locally there is no kubectl exec.
     local_noop_helpers: Mapping[str, str] = MappingProxyType(
         {
-            KUBECTL_DELIVERY_NAME: "the local backend's rsh agent replaces kubectl exec, so kubectl is not needed"
+            KUBECTL_DELIVERY_NAME: "the local backend's rsh agent replaces kubectl exec, so kubectl is "
+            "not needed"
         }
     )
 

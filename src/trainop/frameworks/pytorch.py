@@ -97,7 +97,8 @@ class PyTorchPlugin(BasePlugin):
     # loopback address.
     local_noop_helpers: Mapping[str, str] = MappingProxyType(
         {
-            INIT_CONTAINER_NAME: "the master address is 127.0.0.1 on the local backend, so there is no DNS name to wait for"
+            INIT_CONTAINER_NAME: "the master address is 127.0.0.1 on the local backend, so there is no "
+            "DNS name to wait for"
         }
     )
 
