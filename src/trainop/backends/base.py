@@ -37,7 +37,8 @@ class JobAlreadyExistsError(BackendError):
 class WaitTimeoutError(BackendError):
     def __init__(self, name: str, wanted: Sequence[str], timeout: float, last_state: str) -> None:
         super().__init__(
-            f'timed out after {timeout:g}s waiting for "{name}" to be {" or ".join(wanted)} (it is {last_state})'
+            f'timed out after {timeout:g}s waiting for "{name}" to be {" or ".join(wanted)} (it is '
+            f"{last_state})"
         )
         self.name, self.wanted, self.timeout, self.last_state = name, tuple(wanted), timeout, last_state
 

@@ -187,8 +187,8 @@ class KubernetesBackend:
         except ApiError as exc:
             if api_status_code(exc) in (401, 403) and "admission webhook" not in (exc.status.message or ""):
                 raise ClusterError(
-                    f"{self.where()} refused the request: {exc.status.message}; use a kubeconfig user allowed "
-                    "to manage kubeflow.org jobs, pods and events"
+                    f"{self.where()} refused the request: {exc.status.message}; use a kubeconfig user "
+                    "allowed to manage kubeflow.org jobs, pods and events"
                 ) from None
             if api_errors:
                 raise
@@ -492,7 +492,8 @@ class KubernetesBackend:
         except PollTimeout:
             raise ClusterError(
                 f"{job.kind} {name} is still on {self.where()} {DELETE_TIMEOUT:g}s after its deletion: "
-                f"its pods or finalizers hold it (kubectl describe {KIND_INFO[job.kind].plural} {name} -n {namespace})"
+                f"its pods or finalizers hold it (kubectl describe {KIND_INFO[job.kind].plural} {name} -n "
+                f"{namespace})"
             ) from None
 
     def kill_replicas(self, name: str, namespace: str = "default") -> None:
@@ -540,7 +541,8 @@ class KubernetesBackend:
     ) -> Iterator[LogLine]:
         if previous:
             raise NotSupportedError(
-                "--previous is not available with --backend kubernetes yet; kubectl logs --previous POD shows it"
+                "--previous is not available with --backend kubernetes yet; kubectl logs --previous POD "
+                "shows it"
             )
         job = self.get(name, namespace)
         feed = ClusterFeed(self, job, replica=replica, container=container)

@@ -123,5 +123,6 @@ def resource_for_kind(kind: str) -> Any:
     if kind in JOB_RESOURCES:
         return JOB_RESOURCES[kind]
     raise KeyError(
-        f"trainop does not manage objects of kind {kind!r} (known: {', '.join([*OWNED_RESOURCES, *JOB_RESOURCES])})"
+        f"trainop does not manage objects of kind {kind!r} (known: "
+        f"{', '.join([*OWNED_RESOURCES, *JOB_RESOURCES])})"
     )

@@ -927,7 +927,8 @@ def _render_size_errors(job: TrainingJob) -> list[FieldError]:
         FieldError(
             f"spec.{KIND_INFO[job.kind].replica_map}[{rtype}].replicas",
             f"Invalid value: {counts[rtype]}: render prints every pod, at most {RENDER_MAX_PODS} per job "
-            f"({sum(counts.values())} asked); render a smaller copy, the cluster itself takes the job as it is",
+            f"({sum(counts.values())} asked); render a smaller copy, the cluster itself takes the job "
+            "as it is",
         )
     ]
 

@@ -219,9 +219,15 @@ def state_dir_error(home: Path, exc: BaseException, *, creating: bool = False) -
             )
         return StateDirError(f"{head}: {path} is {what}, not a directory: point TRAINOP_HOME elsewhere")
     if code in (errno.ENOSPC, errno.EDQUOT):
-        why = f"no space left on its device ({_free(home)} free): free some space, or point TRAINOP_HOME at another disk"
+        why = (
+            f"no space left on its device ({_free(home)} free): free some space, or point TRAINOP_HOME "
+            "at another disk"
+        )
     elif code == errno.EROFS or _read_only(home):
-        why = "it is on a read-only file system: remount it read-write, or point TRAINOP_HOME at a writable directory"
+        why = (
+            "it is on a read-only file system: remount it read-write, or point TRAINOP_HOME at a "
+            "writable directory"
+        )
     elif code in (errno.EACCES, errno.EPERM):
         why = (
             f"permission denied for user id {os.geteuid()}: make it writable by you (it must be your own "

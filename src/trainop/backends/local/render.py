@@ -578,7 +578,8 @@ def _env_errors(path: str, container: Mapping[str, Any], limit: int) -> Iterable
         if isinstance(src, dict) and not any(isinstance(v, dict) and v.get("optional") for v in src.values()):
             yield FieldError(
                 f"{path}.envFrom[{j}]",
-                "Forbidden: the local backend has no ConfigMaps or Secrets to read; list the variables under env",
+                "Forbidden: the local backend has no ConfigMaps or Secrets to read; list the variables "
+                "under env",
             )
 
 

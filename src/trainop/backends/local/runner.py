@@ -312,13 +312,14 @@ class PodRunner:
                 if not self.gpu_inventory:
                     msg = (
                         f"0/1 nodes are available: insufficient nvidia.com/gpu: pod {pod.name} needs {total} "
-                        "and this machine has none (nvidia-smi lists no GPU; TRAINOP_GPUS overrides the inventory)"
+                        "and this machine has none (nvidia-smi lists no GPU; TRAINOP_GPUS overrides the "
+                        "inventory)"
                     )
                 else:
                     msg = (
-                        f"0/1 nodes are available: insufficient nvidia.com/gpu: pod {pod.name} needs {total}, "
-                        f"{free} of {len(self.gpu_inventory)} are free ({in_use} in use by running jobs); "
-                        "it starts when enough are released"
+                        f"0/1 nodes are available: insufficient nvidia.com/gpu: pod {pod.name} needs "
+                        f"{total}, {free} of {len(self.gpu_inventory)} are free ({in_use} in use by "
+                        "running jobs); it starts when enough are released"
                     )
                 if msg != pod.unschedulable:
                     pod.unschedulable = msg
@@ -520,7 +521,8 @@ class PodRunner:
         )
 
     def _exec_container(self, pod: PodRun) -> str:
-        """The container ``kubectl exec`` would pick: MPI's mainContainer if the pod has it, else the first."""
+        """The container ``kubectl exec`` would pick: MPI's mainContainer if the pod has it, else
+        the first."""
         names = [c.spec.container for c in pod.mains]
         if self.main_container in names:
             return str(self.main_container)
@@ -788,7 +790,10 @@ def _start_error_message(spec: ProcessSpec, exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError) and exc.filename == spec.cwd:
         return f"failed to start container {spec.container!r}: working directory {spec.cwd!r} does not exist"
     if isinstance(exc, FileNotFoundError):
-        return f'failed to start container {spec.container!r}: exec: "{spec.argv[0] if spec.argv else ""}": executable file not found in $PATH'
+        return (
+            f"failed to start container {spec.container!r}: exec: "
+            f'"{spec.argv[0] if spec.argv else ""}": executable file not found in $PATH'
+        )
     if isinstance(exc, NotADirectoryError):
         return (
             f"failed to start container {spec.container!r}: working directory {spec.cwd!r} is not a directory"

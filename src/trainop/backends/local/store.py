@@ -411,8 +411,8 @@ class Store:
         (so two shells that notice a lost supervisor at once start only one replacement)."""
         with self.tx() as c:
             cur = c.execute(
-                "UPDATE jobs SET supervisor_state = 'starting', supervisor_pid = NULL, supervisor_ticks = NULL, "
-                "supervisor_boot = NULL, supervisor_since = ? WHERE uid = ? AND supervisor_state = ? "
+                "UPDATE jobs SET supervisor_state = 'starting', supervisor_pid = NULL, supervisor_ticks "
+                "= NULL, supervisor_boot = NULL, supervisor_since = ? WHERE uid = ? AND supervisor_state = ? "
                 "AND supervisor_pid IS ? AND supervisor_since IS ?",
                 (now, row.uid, row.supervisor_state, row.supervisor_pid, row.supervisor_since),
             )
@@ -485,7 +485,8 @@ class Store:
 
     def list_events(self, uid: str) -> list[EventRow]:
         rows = self.conn.execute(
-            "SELECT type, reason, message, count, first_ts, last_ts FROM events WHERE job_uid = ? ORDER BY last_ts, id",
+            "SELECT type, reason, message, count, first_ts, last_ts FROM events WHERE job_uid = ? ORDER "
+            "BY last_ts, id",
             (uid,),
         )
         return [EventRow(*r) for r in rows]
@@ -501,8 +502,9 @@ class Store:
     def add_process(self, p: ProcessRow) -> None:
         with self.tx() as c:
             c.execute(
-                "INSERT OR REPLACE INTO processes (job_uid, pod, container, attempt, pod_uid, init, pid, ticks, "
-                "boot, started_at, finished_at, exit_code, log_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO processes (job_uid, pod, container, attempt, pod_uid, init, "
+                "pid, ticks, boot, started_at, finished_at, exit_code, log_path) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     p.job_uid,
                     p.pod,
@@ -532,8 +534,8 @@ class Store:
 
     def list_processes(self, uid: str, *, unfinished: bool = False) -> list[ProcessRow]:
         sql = (
-            "SELECT job_uid, pod, container, attempt, pod_uid, init, pid, ticks, boot, started_at, finished_at, "
-            "exit_code, log_path FROM processes WHERE job_uid = ?"
+            "SELECT job_uid, pod, container, attempt, pod_uid, init, pid, ticks, boot, started_at, "
+            "finished_at, exit_code, log_path FROM processes WHERE job_uid = ?"
         )
         if unfinished:
             sql += " AND finished_at IS NULL"
