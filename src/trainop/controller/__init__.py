@@ -2,5 +2,6 @@
 (``workqueue``), its workers (``loop``), and one reconcile of one job (``jobs``: observe, plan, apply).
 
 The local backend's per-job process runs the same steps around host processes; it lives with that
-backend (backends/local/supervisor.py). Level-triggered: a pass reads the whole state and never relies on which event woke it.
+backend (backends/local/supervisor.py). Level-triggered: a pass reads the whole state and never
+relies on which event woke it.
 """

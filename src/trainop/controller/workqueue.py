@@ -48,7 +48,10 @@ class _NoMetrics:
 
 @dataclass
 class ExponentialBackoff(Generic[K]):
-    """Per-key failure delay ``base * 2**failures`` capped at ``cap`` (client-go ItemExponentialFailureRateLimiter)."""
+    """Per-key failure delay ``base * 2**failures`` capped at ``cap``.
+
+    client-go's ItemExponentialFailureRateLimiter.
+    """
 
     base: float = 0.005
     cap: float = 1000.0

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from trainop.operator.flags import FlagError, OperatorConfig, parse_flags
 
-LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "warning": logging.WARNING,
-              "error": logging.ERROR}  # fmt: skip
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+              "warning": logging.WARNING, "error": logging.ERROR}  # fmt: skip
 
 
 async def serve(cfg: OperatorConfig) -> int:

@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=DEFAULT_CONTROLLER_THREADS,
         help=f"Jobs reconciled concurrently (default {DEFAULT_CONTROLLER_THREADS}; upstream 1). Workers are "
-        "asyncio tasks waiting on the API, so more of them cost little; one job is never reconciled twice at once.",
+        "asyncio tasks waiting on the API, so more of them cost little; one job is never reconciled twice "
+        "at once.",
     )
     add(
         "--kube-api-qps",
@@ -183,9 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--gang-scheduler-name",
         default="",
-        help="Gang scheduling (contract §5): 'volcano' (Volcano scheduling.volcano.sh/v1beta1 PodGroups) or the "
-        "name of a scheduler-plugins scheduler (scheduling.x-k8s.io/v1alpha1 PodGroups), e.g. "
-        "scheduler-plugins-scheduler. The PodGroup CRD must be installed.",
+        help="Gang scheduling (contract §5): 'volcano' (Volcano scheduling.volcano.sh/v1beta1 "
+        "PodGroups) or the name of a scheduler-plugins scheduler (scheduling.x-k8s.io/v1alpha1 "
+        "PodGroups), e.g. scheduler-plugins-scheduler. The PodGroup CRD must be installed.",
     )
     add("--pytorch-init-container-image", default="alpine:3.10", help="Image of the init-pytorch container.")
     add(

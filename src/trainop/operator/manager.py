@@ -191,7 +191,8 @@ class Operator:
         cfg = self.cfg
         log.info(
             "trainop operator starting: kinds=%s namespace=%s threads=%d qps=%g burst=%d leader-elect=%s",
-            ",".join(cfg.kinds), cfg.namespace or "<all>", cfg.controller_threads, cfg.qps, cfg.burst, cfg.leader_elect,
+            ",".join(cfg.kinds), cfg.namespace or "<all>", cfg.controller_threads, cfg.qps, cfg.burst,
+            cfg.leader_elect,
         )  # fmt: skip
         self.cache.subscribe(self.queue.add, self.backend.on_owned_change)
         await self._check_crds()
