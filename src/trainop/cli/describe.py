@@ -89,8 +89,8 @@ def print_details(console: Console, d: JobDetails) -> None:
     interrupted = (job.metadata.annotations or {}).get(ANNOTATION_INTERRUPTED)
     if interrupted and detect_state(job) == "Suspended":
         state = (
-            f"Interrupted at {interrupted} (trainop run was stopped; its replicas were stopped, its logs kept: "
-            f"trainop resume {job.name} runs it again, trainop delete {job.name} removes it)"
+            f"Interrupted at {interrupted} (trainop run was stopped; its replicas were stopped, its "
+            f"logs kept: trainop resume {job.name} runs it again, trainop delete {job.name} removes it)"
         )
     created = job.metadata.creation_timestamp
     local = created.astimezone() if created else None  # the API's UTC, shown in this machine's zone
@@ -184,7 +184,8 @@ def _where_fields(d: JobDetails) -> list[tuple[str, str]]:
     else:
         sup_text = f"{sup.state}, not alive (the next trainop command recovers it)"
     images = (
-        f"{', '.join(d.images)}  (not used here: the local backend runs each container's command as a host process)"
+        f"{', '.join(d.images)}  (not used here: the local backend runs each container's command as a "
+        "host process)"
         if d.images
         else "none (the local backend runs each container's command as a host process)"
     )

@@ -427,7 +427,8 @@ def run(
         str | None,
         typer.Option(
             "--nproc-per-node",
-            help="Processes per node (a count, auto, cpu or gpu); over 1, a Python command runs under torchrun.",
+            help="Processes per node (a count, auto, cpu or gpu); over 1, a Python command runs under "
+            "torchrun.",
             rich_help_panel=_SCRIPT,
         ),
     ] = None,
@@ -778,8 +779,9 @@ def _stop_on_cluster(backend: Backend, job: TrainingJob, signals: StopSignals, s
         )
     else:
         say(
-            f"{job.kind} {name} interrupted: its pods were stopped; the job is kept (trainop resume {name}{flags} "
-            f"--backend kubernetes runs it again; trainop delete {name}{flags} --backend kubernetes removes it)"
+            f"{job.kind} {name} interrupted: its pods were stopped; the job is kept (trainop resume "
+            f"{name}{flags} --backend kubernetes runs it again; trainop delete {name}{flags} "
+            "--backend kubernetes removes it)"
         )
     return compute_exit_code(signum)
 

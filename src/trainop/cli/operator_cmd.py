@@ -13,7 +13,8 @@ def register(app: typer.Typer) -> None:
     @app.command(
         "operator",
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
-        help="Run the Kubernetes operator (a drop-in for the Kubeflow Training Operator); --help lists its flags.",
+        help="Run the Kubernetes operator (a drop-in for the Kubeflow Training Operator); --help lists "
+        "its flags.",
     )
     def operator(ctx: typer.Context) -> None:
         import gc

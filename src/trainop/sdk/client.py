@@ -79,7 +79,7 @@ class TrainingClient:
 
     Example:
         >>> from trainop import TrainingClient
-        >>> client = TrainingClient(backend="local")          # or TrainingClient() for the kube-config cluster
+        >>> client = TrainingClient(backend="local")  # or TrainingClient(): the kube-config cluster
         >>> client.job_kind, client.namespace
         ('PyTorchJob', 'default')
     """
@@ -137,7 +137,10 @@ class TrainingClient:
         self.namespace = namespace or default_ns
 
     def __repr__(self) -> str:
-        return f"TrainingClient(backend={self.backend.name!r}, namespace={self.namespace!r}, job_kind={self.job_kind!r})"
+        return (
+            f"TrainingClient(backend={self.backend.name!r}, namespace={self.namespace!r}, "
+            f"job_kind={self.job_kind!r})"
+        )
 
     # ------------------------------------------------------------------------------------------------
     # create
@@ -480,7 +483,9 @@ class TrainingClient:
         replica_index: int | None = None,
         timeout: int = constants.DEFAULT_TIMEOUT,
     ) -> list[Any]:
-        """The job's pods, as ``kubernetes.client.V1Pod`` objects (``pod.metadata.name``, ``pod.status.phase`` ...).
+        """The job's pods, as ``kubernetes.client.V1Pod`` objects.
+
+        (``pod.metadata.name``, ``pod.status.phase`` ...)
 
         ``is_master`` keeps the master-role pod; ``replica_type`` (any case: ``"Worker"`` or
         ``"worker"``) and ``replica_index`` narrow further. As upstream, the kind is not part of the
@@ -543,7 +548,9 @@ class TrainingClient:
 
         Example:
             >>> logs, _ = client.get_job_logs("mnist", follow=True)     # master, streamed to the end
-            >>> logs, _ = client.get_job_logs("mnist", is_master=False, replica_type="worker", replica_index=1)
+            >>> logs, _ = client.get_job_logs(
+            ...     "mnist", is_master=False, replica_type="worker", replica_index=1
+            ... )
             >>> print(logs["mnist-worker-1"])
         """
         kind = self._kind(job_kind)
@@ -803,7 +810,8 @@ class TrainingClient:
         raise SDKError(
             f"Failed to create PyTorchJob: {ns}/{name}. Error: train() needs kubeflow-training's storage "
             f"initializer ({constants.STORAGE_INITIALIZER_IMAGE}: downloads model_provider_parameters and "
-            f"dataset_provider_parameters into a PVC) and its LLM trainer ({constants.TRAINER_TRANSFORMER_IMAGE}); "
+            "dataset_provider_parameters into a PVC) and its LLM trainer "
+            f"({constants.TRAINER_TRANSFORMER_IMAGE}); "
             "trainop runs neither (see docs/sdk.md). Fine-tune with create_job(train_func=...), loading "
             "the model and dataset from local directories",
             detail="train() needs upstream's storage-initializer and trainer images",
@@ -1010,8 +1018,8 @@ def build_job_dict(job: Any) -> dict[str, Any]:
         obj = None
     if not isinstance(obj, dict):
         raise ValueError(
-            f"Job must be one of these types: {constants.JOB_MODELS}, a dict, YAML text or a kubernetes.client "
-            f"model object; got {type(job).__name__}"
+            f"Job must be one of these types: {constants.JOB_MODELS}, a dict, YAML text or a "
+            f"kubernetes.client model object; got {type(job).__name__}"
         )
     obj.setdefault("apiVersion", constants.API_VERSION)
     return obj
@@ -1025,8 +1033,8 @@ def function_source(func: Callable[..., Any]) -> str:
         source = inspect.getsource(func)
     except (OSError, TypeError) as e:
         raise ValueError(
-            f"train_func: cannot read the source of {getattr(func, '__name__', func)!r} ({e}); define it with "
-            "`def` in a file or notebook cell"
+            f"train_func: cannot read the source of {getattr(func, '__name__', func)!r} ({e}); define "
+            "it with `def` in a file or notebook cell"
         ) from None
     name = getattr(func, "__name__", "")
     if not name.isidentifier():

@@ -113,7 +113,9 @@ def build_status_body(
 
 
 class SDKError(RuntimeError):
-    """A call to the backend failed (upstream: ``RuntimeError("Failed to <verb> <Kind>: <ns>/<name>. Error: …")``).
+    """A call to the backend failed.
+
+    Upstream: ``RuntimeError("Failed to <verb> <Kind>: <ns>/<name>. Error: …")``.
 
     ``detail``: the backend's own words, without the prefix. ``cause``: the ``ApiException`` it is
     chained to (``__cause__``), None when no API response was involved.
@@ -184,7 +186,10 @@ class InvalidJobError(_NamedObjectError, api_errors.InvalidJobError):
 
 
 class JobFailedError(SDKError):
-    """``wait_for_job_conditions`` saw Failed without expecting it; ``conditions`` holds the job's conditions."""
+    """``wait_for_job_conditions`` saw Failed without expecting it.
+
+    ``conditions`` holds the job's conditions.
+    """
 
     def __init__(self, message: str, *, job: Any = None, conditions: list[Any] | None = None) -> None:
         super().__init__(message, detail=message)

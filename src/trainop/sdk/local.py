@@ -345,5 +345,6 @@ class LocalJobBackend:
         return out
 
     def check_local_queue(self, namespace: str, queue_name: str) -> None:
-        # No Kueue here: the label is kept on the job (for when it moves to a cluster) and nothing waits on it.
+        # No Kueue here: the label is kept on the job (for when it moves to a cluster) and nothing
+        # waits on it.
         return None

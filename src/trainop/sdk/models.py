@@ -1159,7 +1159,8 @@ class KubeObject(Mapping[str, Any]):
     camelCase spelling both work; an unset field reads as None, as on ``kubernetes.client`` models.
     ``to_dict()`` gives the JSON back; ``pod["metadata"]["name"]`` works too.
 
-    >>> KubeObject({"status": {"containerStatuses": [{"restartCount": 2}]}}).status.container_statuses[0].restart_count
+    >>> pod = KubeObject({"status": {"containerStatuses": [{"restartCount": 2}]}})
+    >>> pod.status.container_statuses[0].restart_count
     2
     """
 

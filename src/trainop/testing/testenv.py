@@ -988,7 +988,10 @@ class K8sEnv:
         )
 
     def user_kubeconfig(self, directory: Path, user: str, groups: Sequence[str] = ()) -> Path:
-        """A kubeconfig authenticating as `user` in `groups` by client certificate (no rights unless bound)."""
+        """A kubeconfig authenticating as `user` in `groups` by client certificate.
+
+        The user has no rights unless bound.
+        """
         pki = _Pki.at(self.ca_file.parent)
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", user)
         pair = issue_cert(
@@ -1030,7 +1033,9 @@ class K8sEnv:
         return json.loads(self.kubectl(*args, "-o", "json", namespace=namespace).stdout)
 
     def apply_yaml(self, text_or_path: str | Path, namespace: str | None = None) -> str:
-        """Server-side apply one or many YAML documents (a string, or a file/dir path); returns kubectl's output.
+        """Server-side apply one or many YAML documents; returns kubectl's output.
+
+        The documents are a string, or a file/dir path.
 
         A ``str`` that names an existing file is treated as a path; anything else as YAML text.
         """
@@ -1178,7 +1183,10 @@ def k8s_env(pytestconfig: pytest.Config) -> Iterator[K8sEnv]:
         # Shown even with output capture on: the warm-start time is a figure we track.
         reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
         capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
-        line = f"[testenv] control plane up in {plane.started_s:.1f}s at {plane.server} (run dir {plane.run_dir})"
+        line = (
+            f"[testenv] control plane up in {plane.started_s:.1f}s at {plane.server} (run dir "
+            f"{plane.run_dir})"
+        )
         if reporter is not None and capman is not None:
             with capman.global_and_fixture_disabled():
                 reporter.write_line("\n" + line)
@@ -1259,7 +1267,8 @@ def _up(state_dir: Path, nodes: int) -> int:
     state_file = state_dir / "state.json"
     if state_file.exists() and _pid_alive(json.loads(state_file.read_text())["pid"]):
         print(
-            f"# already running (stop it with hack/testenv/down)\nexport KUBECONFIG={state_dir / 'run' / 'kubeconfig'}"
+            "# already running (stop it with hack/testenv/down)\nexport "
+            f"KUBECONFIG={state_dir / 'run' / 'kubeconfig'}"
         )
         return 0
     shutil.rmtree(state_dir, ignore_errors=True)
@@ -1300,7 +1309,8 @@ def _up(state_dir: Path, nodes: int) -> int:
         time.sleep(0.2)
     state = json.loads(state_file.read_text())
     print(
-        f"# control plane up in {time.monotonic() - t0:.1f}s (pid {state['pid']}, logs in {state['run_dir']}/logs)"
+        f"# control plane up in {time.monotonic() - t0:.1f}s (pid {state['pid']}, logs in "
+        f"{state['run_dir']}/logs)"
     )
     print(f"# tests can reuse it: export TRAINOP_TESTENV_STATE={state_file}")
     print(f"export KUBECONFIG={state['kubeconfig']}")
