@@ -89,31 +89,32 @@ def test_parse(annotations: dict[str, str], want: FailurePolicy | None) -> None:
         pytest.param(
             {"trainop.dev/max-restarts": "three"},
             [
-                'metadata.annotations[trainop.dev/max-restarts]: Invalid value: "three": must be an integer of at '
-                "least 0, as a string"
+                'metadata.annotations[trainop.dev/max-restarts]: Invalid value: "three": must be an '
+                "integer of at least 0, as a string"
             ],
             id="max-restarts not a number",
         ),
         pytest.param(
             {"trainop.dev/startup-deadline-seconds": "0"},
             [
-                'metadata.annotations[trainop.dev/startup-deadline-seconds]: Invalid value: "0": must be between 1 '
-                "and 2147483647"
+                'metadata.annotations[trainop.dev/startup-deadline-seconds]: Invalid value: "0": must be '
+                "between 1 and 2147483647"
             ],
             id="deadline 0",
         ),
         pytest.param(
             {"trainop.dev/restart-strategy": "InPlace"},
             [
-                'metadata.annotations[trainop.dev/restart-strategy]: Unsupported value: "InPlace": supported values: '
-                '"Recreate", "BlockingRecreate"'
+                'metadata.annotations[trainop.dev/restart-strategy]: Unsupported value: "InPlace": '
+                'supported values: "Recreate", "BlockingRecreate"'
             ],
             id="unknown strategy",
         ),
         pytest.param(
             {FP: "[a: b"},
             [
-                f"{P}: Invalid value: \"[a: b\": must be a YAML or JSON list of rules: expected ',' or ']', but got '<stream end>'"
+                f"{P}: Invalid value: \"[a: b\": must be a YAML or JSON list of rules: expected ',' or "
+                "']', but got '<stream end>'"
             ],
             id="not YAML",
         ),
@@ -125,7 +126,8 @@ def test_parse(annotations: dict[str, str], want: FailurePolicy | None) -> None:
         pytest.param(
             {FP: "[{action: Fail}]"},
             [
-                f'{P}[0].action: Unsupported value: "Fail": supported values: "FailJob", "RestartJob", "Ignore", "UseRestartPolicy"'
+                f'{P}[0].action: Unsupported value: "Fail": supported values: "FailJob", "RestartJob", '
+                '"Ignore", "UseRestartPolicy"'
             ],
             id="unknown action",
         ),
@@ -137,8 +139,8 @@ def test_parse(annotations: dict[str, str], want: FailurePolicy | None) -> None:
         pytest.param(
             {FP: "[{action: FailJob, onExitCode: {operator: In, values: [1]}}]"},
             [
-                f"{P}[0].onExitCode: Invalid value: unknown field: supported fields: name, action, onExitCodes, "
-                "onReasons, onReplicaTypes"
+                f"{P}[0].onExitCode: Invalid value: unknown field: supported fields: name, action, "
+                "onExitCodes, onReasons, onReplicaTypes"
             ],
             id="a typo in a field name",
         ),
@@ -164,7 +166,8 @@ def test_parse(annotations: dict[str, str], want: FailurePolicy | None) -> None:
         ),
         pytest.param(
             {
-                FP: "[{action: FailJob, onReplicaTypes: [Chief]}, {name: x, action: Ignore}, {name: x, action: Ignore}]"
+                FP: "[{action: FailJob, onReplicaTypes: [Chief]}, {name: x, action: Ignore}, {name: x, "
+                "action: Ignore}]"
             },
             [
                 f'{P}[0].onReplicaTypes[0]: Unsupported value: "Chief": supported values: "Master", "Worker"',

@@ -155,8 +155,10 @@ def _template_mutation(rng: random.Random, doc: dict[str, Any]) -> None:
     )
     c[field_] = rng.choice(
         [
-            "notalist", [{"name": ["a"]}], [{"name": "A", "value": 1}], [None], {"A": "b"}, 7, [{"containerPort": "x"}],
-            [{"name": "A", "valueFrom": "x"}], {"limits": {"cpu": "lots"}}, [["nested"]], "../../../../escape",
+            "notalist", [{"name": ["a"]}], [{"name": "A", "value": 1}], [None], {"A": "b"}, 7,
+                [{"containerPort": "x"}],
+            [{"name": "A", "valueFrom": "x"}], {"limits": {"cpu": "lots"}}, [["nested"]],
+                "../../../../escape",
         ]
     )  # fmt: skip
 
@@ -240,15 +242,18 @@ def mutate_doc(rng: random.Random, doc: dict[str, Any]) -> Any:
         else:  # metadata
             if isinstance(obj, dict):
                 obj["metadata"] = rng.choice(
-                    ["x", [], {"name": "../../x"}, {"name": "a" * 100}, {"namespace": "../../victim", "name": "a"},
-                     {"name": ["a"]}, {"generateName": "x-"}, {"labels": {"a": ["b"]}}, {"name": "ok", "annotations": 1}]
+                    ["x", [], {"name": "../../x"}, {"name": "a" * 100}, {"namespace": "../../victim",
+                                                                         "name": "a"},
+                     {"name": ["a"]}, {"generateName": "x-"}, {"labels": {"a": ["b"]}}, {"name": "ok",
+                                                                                         "annotations": 1}]
                 )  # fmt: skip
     return obj
 
 
 _BOMB = (
     "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
-    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f "
+    "[*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
     "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n"
 )
 
@@ -281,7 +286,8 @@ def mutate_text(rng: random.Random, text: str) -> str:
         i = rng.randrange(len(lines))
         lines[i] = rng.choice(["", " " + lines[i], lines[i].lstrip(), "\t" + lines[i]])
     elif op == 6:  # tags and odd scalars
-        return text + rng.choice(["\nx: !!binary aGVsbG8=\n", "\nx: !!set {a, b}\n", "\nx: !!python/object:os.system x\n",
+        return text + rng.choice(["\nx: !!binary aGVsbG8=\n", "\nx: !!set {a, b}\n",
+                                  "\nx: !!python/object:os.system x\n",
                                   "\nx: !!omap [a: 1]\n", "\n? [a, b]\n: c\n", "\nx: .nan\n"])  # fmt: skip
     else:  # a huge flow sequence
         return text + "\nbig: [" + ",".join(["1"] * rng.choice([1000, 50_000, 120_000])) + "]\n"

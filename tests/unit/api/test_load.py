@@ -152,7 +152,8 @@ PARSE_ERRORS = [
     pytest.param(
         _with("spec.pytorchReplicaSpecs.Worker.replicas", "2"),
         [
-            'spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: "2": must be an integer: write 2 without quotes'
+            'spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: "2": must be an integer: write 2 '
+            "without quotes"
         ],
         id="replicas as a string (Kubernetes rejects it too)",
     ),
@@ -164,7 +165,8 @@ PARSE_ERRORS = [
     pytest.param(
         _with("spec.pytorchReplicaSpecs.Worker.replicas", 2**31),
         [
-            "spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483648: must be less than or equal to 2147483647"
+            "spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483648: must be less than or "
+            "equal to 2147483647"
         ],
         id="replicas beyond int32",
     ),
@@ -191,7 +193,8 @@ PARSE_ERRORS = [
     pytest.param(
         _with("spec.pytorchReplicaSpecs.Worker.template", ["x"]),
         [
-            'spec.pytorchReplicaSpecs[Worker].template: Invalid value: ["x"]: must be an object (a mapping of fields)'
+            'spec.pytorchReplicaSpecs[Worker].template: Invalid value: ["x"]: must be an object (a '
+            "mapping of fields)"
         ],
         id="template a list",
     ),
@@ -208,14 +211,16 @@ PARSE_ERRORS = [
     pytest.param(
         _with("metadata.creationTimestamp", "yesterday"),
         [
-            'metadata.creationTimestamp: Invalid value: "yesterday": must be an RFC 3339 date-time, e.g. 2024-01-01T00:00:00Z'
+            'metadata.creationTimestamp: Invalid value: "yesterday": must be an RFC 3339 date-time, e.g. '
+            "2024-01-01T00:00:00Z"
         ],
         id="bad timestamp",
     ),
     pytest.param(
         {**_with("kind", "MXJob")},
         [
-            'kind: Unsupported value: "MXJob": supported values: "PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", '
+            'kind: Unsupported value: "MXJob": supported values: "PyTorchJob", "TFJob", "XGBoostJob", '
+            '"MPIJob", '
             '"PaddleJob", "JAXJob"'
         ],
         id="unknown kind",
@@ -223,7 +228,8 @@ PARSE_ERRORS = [
     pytest.param(
         _with("kind", ["x"]),
         [
-            'kind: Unsupported value: ["x"]: supported values: "PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", '
+            'kind: Unsupported value: ["x"]: supported values: "PyTorchJob", "TFJob", "XGBoostJob", '
+            '"MPIJob", '
             '"PaddleJob", "JAXJob"'
         ],
         id="kind a list (issue 10, finding 5: TypeError unhashable)",
@@ -231,7 +237,8 @@ PARSE_ERRORS = [
     pytest.param(
         {k: v for k, v in _with("kind", "PyTorchJob").items() if k != "kind"},
         [
-            'kind: Required value: must be one of "PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob"'
+            'kind: Required value: must be one of "PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", '
+            '"PaddleJob", "JAXJob"'
         ],
         id="no kind",
     ),
@@ -254,12 +261,10 @@ def test_parse_errors(raw: dict[str, Any], want: list[str]) -> None:
 def test_yaml_syntax_error_has_a_position() -> None:
     with pytest.raises(InvalidJobError) as info:
         load_jobs("kind: PyTorchJob\nspec: [unclosed\n")
-    assert (
-        [str(e) for e in info.value.errors]
-        == [
-            "not valid YAML at line 3, column 1: did not find expected ',' or ']'"  # libyaml's words, as kubectl's
-        ]
-    )
+    assert [str(e) for e in info.value.errors] == [
+        "not valid YAML at line 3, column 1: did not find expected "
+        "',' or ']'"  # libyaml's words, as kubectl's
+    ]
 
 
 def test_not_a_mapping() -> None:

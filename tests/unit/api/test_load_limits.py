@@ -25,7 +25,8 @@ JOB = pytorch_job("a").master(1).workers(1).build_dict()
 TEXT = yaml.safe_dump(JOB)
 BOMB = (
     "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
-    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f "
+    "[*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
 )
 
 
@@ -54,38 +55,42 @@ def _error(data: bytes | str, source: str = "job.yaml") -> tuple[str, list[str]]
     ("data", "want"),
     [
         pytest.param("kind: Py\xe9\n".encode("latin-1"),
-                     ["job.yaml: not UTF-8 at byte 8 (0xe9): save the file as UTF-8 (or UTF-16 with a byte-order "
-                      "mark)"], id="latin-1"),
+                     ["job.yaml: not UTF-8 at byte 8 (0xe9): save the file as UTF-8 (or UTF-16 with a "
+                      "byte-order mark)"], id="latin-1"),
         pytest.param(b"\xff\xfe" + b"k\x00\x00\xd8",
-                     ["job.yaml: not valid UTF-16-LE at byte 4 (the file starts with a UTF-16-LE byte-order mark): "
-                      "save it as UTF-8"], id="a UTF-16 BOM, then a lone surrogate"),
+                     ["job.yaml: not valid UTF-16-LE at byte 4 (the file starts with a UTF-16-LE "
+                      "byte-order mark): save it as UTF-8"], id="a UTF-16 BOM, then a lone surrogate"),
         pytest.param(b"[" * 5000 + b"]" * 5000,
-                     ["job.yaml: nested deeper than 100 levels at line 1, column 1001: a Kubernetes object needs "
-                      "far fewer; flatten it"], id="flow nesting past the recursion limit (libyaml's 1000 first)"),
+                     ["job.yaml: nested deeper than 100 levels at line 1, column 1001: a Kubernetes "
+                      "object needs far fewer; flatten it"],
+                     id="flow nesting past the recursion limit (libyaml's 1000 first)"),
         pytest.param(b"[" * 500 + b"]" * 500,
-                     ["job.yaml: nested deeper than 100 levels at line 1, column 101: a Kubernetes object needs "
-                      "far fewer; flatten it"], id="flow nesting"),
+                     ["job.yaml: nested deeper than 100 levels at line 1, column 101: a Kubernetes "
+                      "object needs far fewer; flatten it"], id="flow nesting"),
         pytest.param(("a:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(150))).encode(),
-                     ["job.yaml: nested deeper than 100 levels at line 101, column 201: a Kubernetes object needs "
-                      "far fewer; flatten it"], id="block nesting"),
+                     ["job.yaml: nested deeper than 100 levels at line 101, column 201: a Kubernetes "
+                      "object needs far fewer; flatten it"], id="block nesting"),
         pytest.param(BOMB.encode(),
                      ["job.yaml: document contains excessive aliasing (at line 3, column 4: 4670 values, "
                       "4631 of them from aliases), as kubectl refuses it: write the values out"],
                      id="an alias bomb of 1 KB"),
         pytest.param(b"a: &a [1, *a]\n",
-                     ["job.yaml: a recursive alias at line 1, column 4 (a[1]): it refers to a node that contains "
-                      "it; an alias must refer to a node outside itself"], id="a recursive alias"),
+                     ["job.yaml: a recursive alias at line 1, column 4 (a[1]): it refers to a node that "
+                      "contains it; an alias must refer to a node outside itself"], id="a recursive alias"),
         pytest.param(TEXT.replace("kind: PyTorchJob\n", "kind: PyTorchJob\nkind: TFJob\n").encode(),
-                     [f'kind: Duplicate value: "kind" at line {TEXT.splitlines().index("kind: PyTorchJob") + 2}, '
-                      f"column 1 is already set at line {TEXT.splitlines().index('kind: PyTorchJob') + 1}, column 1: "
+                     ['kind: Duplicate value: "kind" at line '
+                      f'{TEXT.splitlines().index("kind: PyTorchJob") + 2}, '
+                      "column 1 is already set at line "
+                      f"{TEXT.splitlines().index('kind: PyTorchJob') + 1}, column 1: "
                       "keep one"], id="a duplicate key, with its path"),
         pytest.param(b"a: [" + b"1," * 100_001 + b"]",
-                     ["job.yaml: the manifest has more than 100000 values (at line 1, column 199999): a training "
-                      "job needs far fewer; move large data out of it (a ConfigMap, a volume)"],
+                     ["job.yaml: the manifest has more than 100000 values (at line 1, column 199999): a "
+                      "training job needs far fewer; move large data out of it (a ConfigMap, a volume)"],
                      id="too many values"),
         pytest.param(b"a: " + b"x" * MAX_MANIFEST_BYTES,
-                     ["job.yaml: the manifest is over 3145728 bytes (3 MiB, the Kubernetes API server's request "
-                      "limit): split it into several files, or move large data out of it (a ConfigMap, a volume)"],
+                     ["job.yaml: the manifest is over 3145728 bytes (3 MiB, the Kubernetes API server's "
+                      "request limit): split it into several files, or move large data out of it (a "
+                      "ConfigMap, a volume)"],
                      id="over 3 MiB"),
         pytest.param("kind: \ud800",
                      ["job.yaml: character 6 is a lone surrogate, which no file can hold"],
@@ -128,19 +133,22 @@ def set_container(**fields: Any) -> Any:
     [
         pytest.param(
             pytorch_job("a").master(1).workers(2147483647).build_dict(),
-            "spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483647: the local backend runs each "
-            "replica as processes on this machine, which can run at most ",
+            "spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483647: the local backend "
+            "runs each replica as processes on this machine, which can run at most ",
             id="replicas 2147483647",
         ),
         pytest.param(
-            mpi_job("m").launcher(1).workers(1).template(set_container(env="notalist"), "Worker").build_dict(),
-            'spec.mpiReplicaSpecs[Worker].template.spec.containers[0].env: Invalid value: "notalist": must be a '
-            "list of EnvVar objects",
+            mpi_job("m").launcher(1).workers(1).template(set_container(env="notalist"),
+                                                         "Worker").build_dict(),
+            'spec.mpiReplicaSpecs[Worker].template.spec.containers[0].env: Invalid value: "notalist": '
+            "must be a list of EnvVar objects",
             id="an env that is a string (AttributeError in the MPI plugin)",
         ),
         pytest.param(
-            pytorch_job("a").master(1).workers(1).template(set_container(env=[{"name": ["a"]}]), "Worker").build_dict(),
-            'spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].env[0].name: Invalid value: ["a"]: must '
+            pytorch_job("a").master(1).workers(1).template(set_container(env=[{"name": ["a"]}]),
+                                                           "Worker").build_dict(),
+            'spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].env[0].name: Invalid value: '
+            '["a"]: must '
             "be a string",
             id="an env name that is a list (accepted, then render crashed)",
         ),

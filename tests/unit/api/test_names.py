@@ -1,4 +1,7 @@
-"""DNS-1123 label checks (apimachinery's IsDNS1123Label) that guard every name the local backend turns into a path."""
+"""DNS-1123 label checks (apimachinery's IsDNS1123Label).
+
+They guard every name the local backend turns into a path.
+"""
 
 from __future__ import annotations
 

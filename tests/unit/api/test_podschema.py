@@ -58,14 +58,16 @@ def mpi(op: Any) -> dict[str, Any]:
         pytest.param(mpi(set_container(resources="big")),
                      [f'{W}.resources: Invalid value: "big": must be an object (a ResourceRequirements)'],
                      id="resources not an object"),
-        pytest.param(mpi(set_container(resources={"limits": {"cpu": 1, "memory": "4Gi"}, "requests": {"cpu": 0.5}})),
+        pytest.param(mpi(set_container(resources={"limits": {"cpu": 1, "memory": "4Gi"},
+                                                  "requests": {"cpu": 0.5}})),
                      [], id="quantities: numbers and suffixed strings"),
         pytest.param(mpi(set_container(resources={"limits": {"cpu": "lots"}})),
-                     [f'{W}.resources.limits[cpu]: Invalid value: "lots": must be a quantity, a number with an '
-                      "optional suffix such as 500m, 2 or 4Gi (quantities must match the regular expression "
-                      "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"],
+                     [f'{W}.resources.limits[cpu]: Invalid value: "lots": must be a quantity, a number '
+                      "with an optional suffix such as 500m, 2 or 4Gi (quantities must match the regular "
+                      "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"],
                      id="a quantity that is not one"),
-        pytest.param(mpi(set_container(livenessProbe={"httpGet": {"port": "http"}, "tcpSocket": {"port": 80}})),
+        pytest.param(mpi(set_container(livenessProbe={"httpGet": {"port": "http"},
+                                                      "tcpSocket": {"port": 80}})),
                      [], id="int-or-string ports: a name or a number"),
         pytest.param(mpi(set_container(livenessProbe={"httpGet": {"port": [80]}})),
                      [f"{W}.livenessProbe.httpGet.port: Invalid value: [80]: must be an integer or a string"],
@@ -84,12 +86,13 @@ def mpi(op: Any) -> dict[str, Any]:
         pytest.param(mpi(set_container(command=["python", None])),
                      [f"{W}.command[1]: Invalid value: null: must be a string"], id="a null list item"),
         pytest.param(mpi(set_spec(terminationGracePeriodSeconds="30", nodeSelector={"a": 1})),
-                     ["spec.mpiReplicaSpecs[Worker].template.spec.terminationGracePeriodSeconds: Invalid value: "
-                      '"30": must be an integer: write 30 without quotes',
-                      "spec.mpiReplicaSpecs[Worker].template.spec.nodeSelector[a]: Invalid value: 1: must be a "
-                      'string: quote it, "1"'],
+                     ["spec.mpiReplicaSpecs[Worker].template.spec.terminationGracePeriodSeconds: "
+                      'Invalid value: "30": must be an integer: write 30 without quotes',
+                      "spec.mpiReplicaSpecs[Worker].template.spec.nodeSelector[a]: Invalid value: 1: "
+                      'must be a string: quote it, "1"'],
                      id="pod spec fields: an integer quoted, a label value that is a number"),
-        pytest.param(mpi(set_spec(volumes=[{"name": "v", "emptyDir": {"sizeLimit": "1Gi"}}], tolerations=None)),
+        pytest.param(mpi(set_spec(volumes=[{"name": "v", "emptyDir": {"sizeLimit": "1Gi"}}],
+                                  tolerations=None)),
                      [], id="a null field is unset; emptyDir's sizeLimit is a quantity"),
         pytest.param(mpi(set_container(ports="notalist")),
                      [f'{W}.ports: Invalid value: "notalist": must be a list of ports'],
@@ -115,7 +118,8 @@ def test_every_kind_and_both_inputs(kind: str) -> None:
     obj = BUILDERS[kind].template(set_container(env="x"), "Worker").build_dict()
     key = next(k for k in obj["spec"] if k.endswith("ReplicaSpecs"))
     want = [
-        f'spec.{key}[Worker].template.spec.containers[0].env: Invalid value: "x": must be a list of EnvVar objects'
+        f'spec.{key}[Worker].template.spec.containers[0].env: Invalid value: "x": must be a list of '
+        "EnvVar objects"
     ]
     assert [str(e) for e in template_errors(obj)] == want
     assert [str(e) for e in validate_for_apply(obj)] == want
@@ -126,8 +130,10 @@ def test_every_kind_and_both_inputs(kind: str) -> None:
     [
         pytest.param({}, id="empty"),
         pytest.param({"kind": ["x"], "spec": 1}, id="kind unhashable"),
-        pytest.param({"kind": "MPIJob", "spec": {"mpiReplicaSpecs": {"Worker": {"template": "x"}}}}, id="template a string"),
-        pytest.param({"kind": "MPIJob", "spec": {"mpiReplicaSpecs": {"Worker": {"template": {1: {True: None}}}}}},
+        pytest.param({"kind": "MPIJob", "spec": {"mpiReplicaSpecs": {"Worker": {"template": "x"}}}},
+                     id="template a string"),
+        pytest.param({"kind": "MPIJob",
+                      "spec": {"mpiReplicaSpecs": {"Worker": {"template": {1: {True: None}}}}}},
                      id="keys that are not strings"),
     ],
 )  # fmt: skip

@@ -117,7 +117,8 @@ UPSTREAM_CASES = [
         doc(valid("TFJob", "9" + "A" * 63)),
         None,
         [
-            f'metadata.name: Invalid value: "{"9" + "A" * 63}": should match: must be no more than 63 characters,{DNS1035}'
+            f'metadata.name: Invalid value: "{"9" + "A" * 63}": should match: must be no more than 63 '
+            f"characters,{DNS1035}"
         ],
         id="C1: both reasons joined by a comma",
     ),
@@ -152,7 +153,8 @@ UPSTREAM_CASES = [
             None,
             [
                 f"spec.{field}[Worker].template.spec.containers: Required value: must be specified",
-                f"spec.{field}[Worker].template.spec.containers: Required value: must have at least one container with name {name}",
+                f"spec.{field}[Worker].template.spec.containers: Required value: must have at least one "
+                f"container with name {name}",
             ],
             id=f"C3 {kind}: no containers",
         )
@@ -169,7 +171,8 @@ UPSTREAM_CASES = [
         None,
         [
             "spec.pytorchReplicaSpecs[Worker].template.spec.containers: Required value: must be specified",
-            "spec.pytorchReplicaSpecs[Worker].template.spec.containers: Required value: must have at least one container with name pytorch",
+            "spec.pytorchReplicaSpecs[Worker].template.spec.containers: Required value: must have at "
+            "least one container with name pytorch",
         ],
         id="C3: no template at all",
     ),
@@ -181,8 +184,10 @@ UPSTREAM_CASES = [
         ),
         None,
         [
-            "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: Required value: must be required",
-            "spec.pytorchReplicaSpecs[Worker].template.spec.containers[1].image: Required value: must be required",
+            "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].image: Required value: must be "
+            "required",
+            "spec.pytorchReplicaSpecs[Worker].template.spec.containers[1].image: Required value: must be "
+            "required",
         ],
         id="C4: containers without image, each by index",
     ),
@@ -200,7 +205,8 @@ UPSTREAM_CASES = [
             doc(valid(kind), lambda d: containers("Worker")(d)[0].__setitem__("name", "main")),
             None,
             [
-                f"spec.{field}[Worker].template.spec.containers: Required value: must have at least one container with name {name}"
+                f"spec.{field}[Worker].template.spec.containers: Required value: must have at least one "
+                f"container with name {name}"
             ],
             id=f"C5 {kind}: no default-named container",
         )
@@ -269,7 +275,8 @@ UPSTREAM_CASES = [
         doc(valid("PyTorchJob"), rename_key("Worker", "Launcher")),
         None,
         [
-            'spec.pytorchReplicaSpecs[Launcher]: Unsupported value: "Launcher": supported values: "Master", "Worker"'
+            'spec.pytorchReplicaSpecs[Launcher]: Unsupported value: "Launcher": supported values: '
+            '"Master", "Worker"'
         ],
         id="keys PyTorchJob: unknown type rejected",
     ),
@@ -354,7 +361,8 @@ UPSTREAM_CASES = [
         doc(valid("MPIJob"), set_containers("Worker", [])),
         None,
         [
-            "spec.mpiReplicaSpecs[Worker].template.spec.containers: MPIReplicaSpecs is not valid: containers definition expected in Worker"
+            "spec.mpiReplicaSpecs[Worker].template.spec.containers: MPIReplicaSpecs is not valid: "
+            "containers definition expected in Worker"
         ],
         id="MPI: no containers",
     ),
@@ -370,8 +378,10 @@ UPSTREAM_CASES = [
         ),
         None,
         [
-            "spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].image: MPIReplicaSpec is not valid: Image is undefined in the container of Launcher",
-            "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].image: MPIReplicaSpec is not valid: Image is undefined in the container of Worker",
+            "spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].image: MPIReplicaSpec is not "
+            "valid: Image is undefined in the container of Launcher",
+            "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].image: MPIReplicaSpec is not valid: "
+            "Image is undefined in the container of Worker",
         ],
         id="MPI: container without image",
     ),
@@ -379,7 +389,8 @@ UPSTREAM_CASES = [
         doc(valid("MPIJob"), lambda d: containers("Worker")(d)[0].pop("name")),
         None,
         [
-            "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].name: MPIReplicaSpec is not valid: ImageName is undefined in the container of Worker"
+            "spec.mpiReplicaSpecs[Worker].template.spec.containers[0].name: MPIReplicaSpec is not valid: "
+            "ImageName is undefined in the container of Worker"
         ],
         id="MPI: container without name",
     ),
@@ -387,7 +398,8 @@ UPSTREAM_CASES = [
         doc(mpi_job("a").launcher(2).workers(1)),
         None,
         [
-            "spec.mpiReplicaSpecs[Launcher].replicas: MPIReplicaSpec is not valid: There must be only 1 launcher replica"
+            "spec.mpiReplicaSpecs[Launcher].replicas: MPIReplicaSpec is not valid: There must be only 1 "
+            "launcher replica"
         ],
         id="MPI: two launchers",
     ),
@@ -422,7 +434,8 @@ TRAINOP_CASES = [
         doc(pytorch_job(_name(55)).master(1).workers(11)),
         None,
         [
-            f'metadata.name: Invalid value: "{_name(55)}": the pod and Service name "{_name(55)}-worker-10" would be 65 '
+            f'metadata.name: Invalid value: "{_name(55)}": the pod and Service name '
+            f'"{_name(55)}-worker-10" would be 65 '
             "characters, over the 63 a DNS-1035 label allows; shorten metadata.name by 2 characters"
         ],
         id="9.14: the longest replica name overflows (worker-10)",
@@ -431,7 +444,8 @@ TRAINOP_CASES = [
         doc(tf_job(_name(53)).ps(1).workers(1).evaluator(1)),
         None,
         [
-            f'metadata.name: Invalid value: "{_name(53)}": the pod and Service name "{_name(53)}-evaluator-0" would be 65 '
+            f'metadata.name: Invalid value: "{_name(53)}": the pod and Service name '
+            f'"{_name(53)}-evaluator-0" would be 65 '
             "characters, over the 63 a DNS-1035 label allows; shorten metadata.name by 2 characters"
         ],
         id="9.14: the longest replica type decides (evaluator)",
@@ -440,7 +454,8 @@ TRAINOP_CASES = [
         doc(pytorch_job(_name(54)).workers(9).elastic(min=1, max=12)),
         None,
         [
-            f'metadata.name: Invalid value: "{_name(54)}": the pod and Service name "{_name(54)}-worker-11" would be 64 '
+            f'metadata.name: Invalid value: "{_name(54)}": the pod and Service name '
+            f'"{_name(54)}-worker-11" would be 64 '
             "characters, over the 63 a DNS-1035 label allows; shorten metadata.name by 1 character"
         ],
         id="9.14: elastic maxReplicas counts",
@@ -454,8 +469,10 @@ TRAINOP_CASES = [
         ),
         None,
         [
-            f'metadata.generateName: Invalid value: "{_name(56)}-": the pod and Service name "{_name(56)}-xxxxx-worker-0" '
-            "would be 71 characters, over the 63 a DNS-1035 label allows; shorten metadata.generateName by 8 characters"
+            f'metadata.generateName: Invalid value: "{_name(56)}-": the pod and Service name '
+            f'"{_name(56)}-xxxxx-worker-0" '
+            "would be 71 characters, over the 63 a DNS-1035 label allows; shorten metadata.generateName "
+            "by 8 characters"
         ],
         id="9.14: generateName counts the 5 generated characters",
     ),
@@ -463,8 +480,8 @@ TRAINOP_CASES = [
         doc(mpi_job(_name(64)).launcher(1)),
         None,
         [
-            f'metadata.name: Invalid value: "{_name(64)}": must be no more than 63 characters: it is the value of the '
-            "training.kubeflow.org/job-name label on every pod; shorten it by 1 character"
+            f'metadata.name: Invalid value: "{_name(64)}": must be no more than 63 characters: it is the '
+            "value of the training.kubeflow.org/job-name label on every pod; shorten it by 1 character"
         ],
         id="MPI: name longer than a label value",
     ),
@@ -473,8 +490,8 @@ TRAINOP_CASES = [
         doc(tf_job("a").chief(1).workers(0)),
         None,
         [
-            "spec.tfReplicaSpecs[Worker].replicas: Invalid value: 0: must be at least 1; to run no Worker pods, "
-            "remove spec.tfReplicaSpecs[Worker] instead"
+            "spec.tfReplicaSpecs[Worker].replicas: Invalid value: 0: must be at least 1; to run no "
+            "Worker pods, remove spec.tfReplicaSpecs[Worker] instead"
         ],
         id="replicas 0 (TF Worker)",
     ),
@@ -488,8 +505,8 @@ TRAINOP_CASES = [
         doc(xgboost_job("a").master(1).workers(0)),
         None,
         [
-            "spec.xgbReplicaSpecs[Worker].replicas: Invalid value: 0: must be at least 1; to run no Worker pods, "
-            "remove spec.xgbReplicaSpecs[Worker] instead"
+            "spec.xgbReplicaSpecs[Worker].replicas: Invalid value: 0: must be at least 1; to run no "
+            "Worker pods, remove spec.xgbReplicaSpecs[Worker] instead"
         ],
         id="replicas 0 (XGBoost Worker)",
     ),
@@ -505,7 +522,8 @@ TRAINOP_CASES = [
         doc(valid("PyTorchJob"), set_path("spec.runPolicy.backofLimit", 3)),
         None,
         [
-            'spec.runPolicy.backofLimit: Unsupported field: Kubernetes would drop it; did you mean "backoffLimit"?'
+            "spec.runPolicy.backofLimit: Unsupported field: Kubernetes would drop it; did you mean "
+            '"backoffLimit"?'
         ],
         id="unknown field: typo with a suggestion",
     ),
@@ -522,7 +540,8 @@ TRAINOP_CASES = [
         doc(valid("XGBoostJob"), set_path("[Worker].replica", 3)),
         None,
         [
-            'spec.xgbReplicaSpecs[Worker].replica: Unsupported field: Kubernetes would drop it; did you mean "replicas"?'
+            "spec.xgbReplicaSpecs[Worker].replica: Unsupported field: Kubernetes would drop it; did you "
+            'mean "replicas"?'
         ],
         id="unknown field inside a replica spec",
     ),
@@ -533,7 +552,8 @@ TRAINOP_CASES = [
         ),
         None,
         [
-            'spec.elasticPolicy.rdzvConf[0].val: Unsupported field: Kubernetes would drop it; did you mean "value"?'
+            "spec.elasticPolicy.rdzvConf[0].val: Unsupported field: Kubernetes would drop it; did you "
+            'mean "value"?'
         ],
         id="unknown field inside a list item",
     ),
@@ -541,8 +561,8 @@ TRAINOP_CASES = [
         doc(valid("JAXJob"), set_path("spec.runPolicy.schedulingPolicy.zzz", 1)),
         None,
         [
-            "spec.runPolicy.schedulingPolicy.zzz: Unsupported field: Kubernetes would drop it; the fields here are "
-            '"minAvailable", "minResources", "priorityClass", "queue", "scheduleTimeoutSeconds"'
+            "spec.runPolicy.schedulingPolicy.zzz: Unsupported field: Kubernetes would drop it; the fields "
+            'here are "minAvailable", "minResources", "priorityClass", "queue", "scheduleTimeoutSeconds"'
         ],
         id="unknown field without a close match lists the fields",
     ),
@@ -575,8 +595,8 @@ TRAINOP_CASES = [
         doc(valid("PyTorchJob").restart_policy("onFailure", "Worker")),
         None,
         [
-            'spec.pytorchReplicaSpecs[Worker].restartPolicy: Unsupported value: "onFailure": supported values: '
-            '"Always", "OnFailure", "Never", "ExitCode"'
+            'spec.pytorchReplicaSpecs[Worker].restartPolicy: Unsupported value: "onFailure": supported '
+            'values: "Always", "OnFailure", "Never", "ExitCode"'
         ],
         id="restartPolicy not one of the four",
     ),
@@ -584,7 +604,8 @@ TRAINOP_CASES = [
         doc(valid("TFJob").run_policy(clean_pod_policy="all")),
         None,
         [
-            'spec.runPolicy.cleanPodPolicy: Unsupported value: "all": supported values: "All", "Running", "None"'
+            'spec.runPolicy.cleanPodPolicy: Unsupported value: "all": supported values: "All", '
+            '"Running", "None"'
         ],
         id="cleanPodPolicy not one of the three",
     ),
@@ -628,8 +649,10 @@ TRAINOP_CASES = [
             "spec.runPolicy.ttlSecondsAfterFinished: Invalid value: -1: must be greater than or equal to 0",
             "spec.runPolicy.activeDeadlineSeconds: Invalid value: -5: must be greater than or equal to 0",
             "spec.runPolicy.backoffLimit: Invalid value: -1: must be greater than or equal to 0",
-            "spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: -1: must be greater than or equal to 0",
-            "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds: Invalid value: -1: must be greater than or equal to 0",
+            "spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: -1: must be greater than or "
+            "equal to 0",
+            "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds: Invalid value: -1: must be greater "
+            "than or equal to 0",
         ],
         id="negative runPolicy numbers",
     ),
@@ -647,7 +670,8 @@ TRAINOP_CASES = [
         doc(pytorch_job("a").workers(2).elastic(min=3, max=2, max_restarts=-1, rdzv_port=70000)),
         None,
         [
-            "spec.elasticPolicy.minReplicas: Invalid value: 3: must be less than or equal to spec.elasticPolicy.maxReplicas (2)",
+            "spec.elasticPolicy.minReplicas: Invalid value: 3: must be less than or equal to "
+            "spec.elasticPolicy.maxReplicas (2)",
             "spec.elasticPolicy.maxRestarts: Invalid value: -1: must be greater than or equal to 0",
             "spec.elasticPolicy.rdzvPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
         ],
@@ -673,7 +697,8 @@ TRAINOP_CASES = [
         doc(valid("JAXJob").run_policy(scheduling_policy={"queue": "b"})),
         doc(valid("JAXJob").run_policy(scheduling_policy={"queue": "a"})),
         [
-            'spec.runPolicy.schedulingPolicy.queue: Invalid value: "string": spec.runPolicy.schedulingPolicy.queue is immutable'
+            'spec.runPolicy.schedulingPolicy.queue: Invalid value: "string": '
+            "spec.runPolicy.schedulingPolicy.queue is immutable"
         ],
         id="queue changed on update",
     ),
@@ -688,7 +713,8 @@ TRAINOP_CASES = [
         doc(valid("TFJob"), set_containers("Worker", {"name": "tensorflow"})),
         None,
         [
-            'spec.tfReplicaSpecs[Worker].template.spec.containers: Invalid value: {"name":"tensorflow"}: must be a list of containers'
+            'spec.tfReplicaSpecs[Worker].template.spec.containers: Invalid value: {"name":"tensorflow"}: '
+            "must be a list of containers"
         ],
         id="containers not a list",
     ),
@@ -699,7 +725,8 @@ TRAINOP_CASES = [
         ),
         None,
         [
-            'spec.tfReplicaSpecs[Worker].template.spec.containers[0].ports[0].containerPort: Invalid value: "2222": must be an integer'
+            "spec.tfReplicaSpecs[Worker].template.spec.containers[0].ports[0].containerPort: Invalid "
+            'value: "2222": must be an integer'
         ],
         id="containerPort a string",
     ),
@@ -716,7 +743,8 @@ TRAINOP_CASES = [
         doc(valid("TFJob").port(0, rtype="Worker")),
         None,
         [
-            "spec.tfReplicaSpecs[Worker].template.spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive"
+            "spec.tfReplicaSpecs[Worker].template.spec.containers[0].ports[0].containerPort: Invalid "
+            "value: 0: must be between 1 and 65535, inclusive"
         ],
         id="containerPort 0",
     ),
@@ -764,7 +792,8 @@ APPLY = [
     pytest.param(
         doc(valid("PyTorchJob"), set_path("[Worker].replicas", "2")),
         [
-            'spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: "2": must be an integer: write 2 without quotes'
+            'spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: "2": must be an integer: write 2 '
+            "without quotes"
         ],
         id="parse error: replicas as a string",
     ),

@@ -398,8 +398,8 @@ PATH = "spec.pytorchReplicaSpecs[Worker]"
             [
                 FieldError(
                     f"{PATH}.template.spec.containers[0].command",
-                    "Required value: the local backend runs host processes, so each container needs a command "
-                    '(the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
+                    "Required value: the local backend runs host processes, so each container needs a "
+                    'command (the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
                 )
             ],
             id="no command",
@@ -431,18 +431,18 @@ PATH = "spec.pytorchReplicaSpecs[Worker]"
             [
                 FieldError(
                     f"{PATH}.template.spec.containers[0].env[0].valueFrom.secretKeyRef",
-                    "Forbidden: the local backend has no ConfigMaps or Secrets to read; put the value in env[].value "
-                    "(or mark the reference optional: true)",
+                    "Forbidden: the local backend has no ConfigMaps or Secrets to read; put the value in "
+                    "env[].value (or mark the reference optional: true)",
                 ),
                 FieldError(
                     f"{PATH}.template.spec.volumes[0].configMap.name",
-                    'Not found: "user-cm": the local backend has only the ConfigMaps the job itself creates; use a '
-                    "hostPath volume pointing at a local directory instead",
+                    'Not found: "user-cm": the local backend has only the ConfigMaps the job itself '
+                    "creates; use a hostPath volume pointing at a local directory instead",
                 ),
                 FieldError(
                     f"{PATH}.template.spec.volumes[1]",
-                    'Unsupported value: "secret": the local backend supports emptyDir (a per-replica directory), '
-                    "configMap (created by the job) and hostPath (used as is) volumes",
+                    'Unsupported value: "secret": the local backend supports emptyDir (a per-replica '
+                    "directory), configMap (created by the job) and hostPath (used as is) volumes",
                 ),
             ],
             id="secrets and ConfigMaps that only exist on a cluster",

@@ -263,7 +263,8 @@ def test_restart_count_round_trips_through_its_condition() -> None:
             "type": "JobRestarts",
             "status": "True",
             "reason": "PyTorchJobRestarted",
-            "message": "3 whole-job restart(s), 2 counted toward maxRestarts 5; the last because pod p (Worker) failed",
+            "message": "3 whole-job restart(s), 2 counted toward maxRestarts 5; the last because pod p "
+            "(Worker) failed",
             "lastUpdateTime": ts(0),
             "lastTransitionTime": ts(0),
         },
@@ -434,7 +435,8 @@ def started_pod(name_index: int) -> dict[str, Any]:
                 Violation(
                     "StartupDeadlineExceeded",
                     "a-worker-1",
-                    "pod a-worker-1 did not start within 30s (trainop.dev/startup-deadline-seconds): phase Pending",
+                    "pod a-worker-1 did not start within 30s (trainop.dev/startup-deadline-seconds): "
+                    "phase Pending",
                 )
             ),
             id="past it: the pod is named",
@@ -475,7 +477,8 @@ def started_pod(name_index: int) -> dict[str, Any]:
                 Violation(
                     "StartupDeadlineExceeded",
                     "a-worker-1",
-                    "pod a-worker-1 did not start within 30s (trainop.dev/startup-deadline-seconds): no pod was created",
+                    "pod a-worker-1 did not start within 30s (trainop.dev/startup-deadline-seconds): no "
+                    "pod was created",
                 )
             ),
             id="no pod at all: from the attempt's start (T0+10)",

@@ -181,7 +181,8 @@ def test_failjob_rule_fails_at_once() -> None:
     w.advance(3)
     plan = w.reconcile()
     message = (
-        'Job a has failed because pod a-master-0 (Master) exited with code 2 (reason Error), which rule 0 "bug" '
+        "Job a has failed because pod a-master-0 (Master) exited with code 2 (reason Error), which rule "
+        '0 "bug" '
         "fails the job (FailJob)"
     )
     assert (actions(w), conditions(w), events(w), plan.metrics, w.job.status.completion_time is not None) == (  # type: ignore[union-attr]
@@ -207,8 +208,8 @@ def test_past_max_restarts_the_job_fails_with_the_reason() -> None:
     w.advance(1)
     w.reconcile()
     message = (
-        "Job a has failed because it has reached the maximum of 1 whole-job restart(s) (trainop.dev/max-restarts) "
-        "and pod a-worker-1 (Worker) exited with code 137 (reason Error)"
+        "Job a has failed because it has reached the maximum of 1 whole-job restart(s) "
+        "(trainop.dev/max-restarts) and pod a-worker-1 (Worker) exited with code 137 (reason Error)"
     )
     assert (conditions(w), events(w)) == (
         [
@@ -227,8 +228,8 @@ def test_ignore_restarts_without_counting() -> None:
     w.reconcile()
     assert (actions(w), cond_message(w, "JobRestarts"), conditions(w)[-1]) == (
         [("delete", "Pod", n) for n in ALL],
-        "1 whole-job restart(s), 0 counted toward maxRestarts 0; the last because pod a-worker-0 (Worker) failed "
-        "(reason Evicted)",
+        "1 whole-job restart(s), 0 counted toward maxRestarts 0; the last because pod a-worker-0 "
+        "(Worker) failed (reason Evicted)",
         ("Restarting", "True", "PyTorchJobRestarting"),
     )
 
@@ -267,8 +268,8 @@ def test_startup_deadline_fails_a_job_whose_pod_never_starts() -> None:
     w.advance(40)
     w.reconcile()
     message = (
-        "Job a has failed because pod a-worker-2 did not start within 60s (trainop.dev/startup-deadline-seconds): "
-        "PodScheduled is False: Unschedulable: 0/3 nodes"
+        "Job a has failed because pod a-worker-2 did not start within 60s "
+        "(trainop.dev/startup-deadline-seconds): PodScheduled is False: Unschedulable: 0/3 nodes"
     )
     assert (waiting.requeue_after, conditions(w)[-1], events(w)) == (
         40.0,
@@ -316,7 +317,8 @@ def test_invalid_annotation_past_admission_is_a_warning_and_nothing_else() -> No
             (
                 "Warning",
                 "PyTorchJobFailedValidation",
-                'PyTorchJob failed validation because metadata.annotations[trainop.dev/max-restarts]: Invalid value: "-1": '
+                "PyTorchJob failed validation because metadata.annotations[trainop.dev/max-restarts]: "
+                'Invalid value: "-1": '
                 "must be an integer of at least 0, as a string",
             )
         ],

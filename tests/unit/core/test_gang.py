@@ -78,7 +78,8 @@ def test_min_member(job: JobBuilder, want: int) -> None:
     ("job", "priorities", "want"),
     [
         pytest.param(
-            pt(), None, {"cpu": "3500m", "memory": "2560Mi", "nvidia.com/gpu": "3"}, id="every pod when minMember is all"
+            pt(), None, {"cpu": "3500m", "memory": "2560Mi", "nvidia.com/gpu": "3"},
+            id="every pod when minMember is all"
         ),
         pytest.param(
             pt(min_available=2), None, {"cpu": "2500m", "memory": "1536Mi", "nvidia.com/gpu": "1"},
@@ -94,7 +95,8 @@ def test_min_member(job: JobBuilder, want: int) -> None:
             pt(min_resources={"cpu": "10"}), None, {"cpu": "10"}, id="schedulingPolicy.minResources wins"
         ),
         pytest.param(
-            pytorch_job("l").master(1).container("Master", resources={"limits": {"cpu": "1"}}), None, {"cpu": "1"},
+            pytorch_job("l").master(1).container("Master", resources={"limits": {"cpu": "1"}}), None,
+            {"cpu": "1"},
             id="limits when requests is nil",
         ),
         pytest.param(pytorch_job("n").master(1), None, None, id="nothing requested"),
@@ -160,7 +162,8 @@ def test_scheduler_plugins_pod_group() -> None:
     [
         pytest.param(
             VOLCANO, "PyTorchJob", None,
-            {"metadata": {"annotations": {"scheduling.k8s.io/group-name": "j", "volcano.sh/task-spec": "worker"}},
+            {"metadata": {"annotations": {"scheduling.k8s.io/group-name": "j",
+                                          "volcano.sh/task-spec": "worker"}},
              "spec": {"schedulerName": "volcano"}},
             None, id="volcano",
         ),
@@ -172,17 +175,21 @@ def test_scheduler_plugins_pod_group() -> None:
         ),
         pytest.param(
             PLUGINS, "PyTorchJob", "other",
-            {"metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "j"}}, "spec": {"schedulerName": "other"}},
+            {"metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "j"}},
+             "spec": {"schedulerName": "other"}},
             Event("Warning", "SetPodTemplateSchedulerName",
-                  "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten",
+                  "Another scheduler is specified when gang-scheduling is enabled and it will not be "
+                  "overwritten",
                   key="SetPodTemplateSchedulerName/Worker"),
             id="another scheduler is kept, with a warning",
         ),
         pytest.param(
             PLUGINS, "MPIJob", "other",
-            {"metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "j"}}, "spec": {"schedulerName": "other"}},
+            {"metadata": {"labels": {"scheduling.x-k8s.io/pod-group": "j"}},
+             "spec": {"schedulerName": "other"}},
             Event("Warning", "SettedPodTemplateSchedulerName",
-                  "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten",
+                  "Another scheduler is specified when gang-scheduling is enabled and it will not be "
+                  "overwritten",
                   key="SettedPodTemplateSchedulerName/Worker"),
             id="MPI's reason",
         ),

@@ -70,7 +70,8 @@ def labels(
                 "finalizers": ["example.com/keep"],
                 "ownerReferences": [OWNER],
             },
-            id="template labels, then the operator's (which win); annotations and finalizers copied; master role",
+            id="template labels, then the operator's (which win); annotations and finalizers copied; "
+            "master role",
         ),
         pytest.param(
             lambda: pytorch_job("a").master(1).workers(1).template(_template_metadata),
@@ -263,7 +264,8 @@ def test_exited_with_code_is_keyed_by_pod_and_restart() -> None:
                 Event(
                     "Warning",
                     "CrashLoopBackOff",
-                    "Error pod a-worker-0 container pytorch waiting message: back-off 10s restarting failed container",
+                    "Error pod a-worker-0 container pytorch waiting message: back-off 10s restarting "
+                    "failed container",
                 )
             ],
             id="a container waiting with a message",

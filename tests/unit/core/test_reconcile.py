@@ -290,7 +290,8 @@ def _restarted(events: list[tuple[str, str, str]]) -> dict[str, Any]:
             "ExitCode",
             137,
             _restarted([exited("a-worker-0", 137), RESTARTING_POD, RESTARTING_RULE]),
-            id="ExitCode, 137 (SIGKILL/OOM) is retryable: pod deleted to be recreated, Restarting, counted once",
+            id="ExitCode, 137 (SIGKILL/OOM) is retryable: pod deleted to be recreated, Restarting, "
+            "counted once",
         ),
         pytest.param(
             "ExitCode",
@@ -516,7 +517,8 @@ def _deadline(now: float, policy: str = "None") -> Any:
                 events=[("Normal", "PyTorchJobFailed", BACKOFF_MSG)],
                 metrics=["jobs_failed"],
             ),
-            id="backoffLimit 0 and a new failed pod: Failed (rule a, §9.4); no ExitedWithCode after the limit",
+            id="backoffLimit 0 and a new failed pod: Failed (rule a, §9.4); no ExitedWithCode after "
+            "the limit",
         ),
         pytest.param(
             _backoff_a(previous_failed=1),
@@ -548,7 +550,8 @@ def _deadline(now: float, policy: str = "None") -> Any:
                 ],
                 metrics=["jobs_failed"],
             ),
-            id="a failure the stored status already counted is not new: rule a stays quiet, the status rule decides",
+            id="a failure the stored status already counted is not new: rule a stays quiet, the status "
+            "rule decides",
         ),
         pytest.param(
             _backoff_b,
@@ -564,7 +567,8 @@ def _deadline(now: float, policy: str = "None") -> Any:
                     ("delete", "Service", "a-worker-1"),
                 ],
             ),
-            id="restartCount of Running pods reaches backoffLimit: Failed, then cleanPodPolicy Running applies (v1.9.4)",
+            id="restartCount of Running pods reaches backoffLimit: Failed, then cleanPodPolicy Running "
+            "applies (v1.9.4)",
         ),
         pytest.param(
             _deadline(100),
@@ -1025,7 +1029,8 @@ def test_invalid_mpijob_gets_a_warning_and_nothing_else() -> None:
             (
                 "Warning",
                 "MPIJobFailedValidation",
-                "MPIJob failed validation because MPIReplicaSpec is not valid: Master ReplicaSpec must be present",
+                "MPIJob failed validation because MPIReplicaSpec is not valid: Master ReplicaSpec must "
+                "be present",
             )
         ],
     )

@@ -52,7 +52,8 @@ def test_unknown_kind_names_the_known_ones() -> None:
     with pytest.raises(UnknownKindError) as err:
         REGISTRY.get("MXJob")
     assert err.value.args[0] == (
-        "no framework plugin for kind 'MXJob'; known kinds: PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, JAXJob"
+        "no framework plugin for kind 'MXJob'; known kinds: PyTorchJob, TFJob, XGBoostJob, MPIJob, "
+        "PaddleJob, JAXJob"
     )
 
 

@@ -71,8 +71,9 @@ def test_a_failure_validation_explains_names_the_field() -> None:
     obj = pytorch_job("p").master(1).workers(1).template(set_container(ports="x"), "Worker").build_dict()
     got = build_explained_plan(parse_job(obj), RuntimeError("boom"))
     message = (
-        "PyTorchJob failed validation because spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].ports: "
-        'Invalid value: "x": must be a list of ports'
+        "PyTorchJob failed validation because "
+        'spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].ports: Invalid value: "x": must be '
+        "a list of ports"
     )
     assert (got.actions, got.status_changed, got.events) == (
         [],

@@ -13,7 +13,8 @@ from trainop.operator.flags import FlagError, parse_flags
         pytest.param(
             [],
             {},
-            {"kinds": ["PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob"], "namespace": None,
+            {"kinds": ["PyTorchJob", "TFJob", "XGBoostJob", "MPIJob", "PaddleJob", "JAXJob"],
+             "namespace": None,
              "qps": 100.0, "burst": 200, "leader_elect": False, "controller_threads": 32},
             id="defaults: every kind, all namespaces, raised QPS",
         ),
@@ -24,7 +25,8 @@ from trainop.operator.flags import FlagError, parse_flags
             id="schemes repeatable, case-insensitive, deduplicated",
         ),
         pytest.param([], {"KUBEFLOW_NAMESPACE": "team-a"}, {"namespace": "team-a"}, id="namespace from env"),
-        pytest.param(["--namespace=team-b"], {"KUBEFLOW_NAMESPACE": "team-a"}, {"namespace": "team-b"}, id="flag wins"),
+        pytest.param(["--namespace=team-b"], {"KUBEFLOW_NAMESPACE": "team-a"}, {"namespace": "team-b"},
+                     id="flag wins"),
         pytest.param(["--leader-elect"], {}, {"leader_elect": True}, id="bare bool flag"),
         pytest.param(["--leader-elect=false"], {}, {"leader_elect": False}, id="Go-style bool value"),
         pytest.param(
@@ -65,8 +67,10 @@ def test_parse(argv: list[str], env: dict[str, str], want: dict[str, object]) ->
     ("argv", "want"),
     [
         pytest.param(["--enable-scheme=mxjob"], "scheme mxjob is not supported yet", id="unknown scheme"),
-        pytest.param(["--controller-threads=0"], "argument --controller-threads: '0' must be at least 1", id="threads"),
-        pytest.param(["--leader-elect=maybe"], "argument --leader-elect: 'maybe' is not a boolean (use true or false)",
+        pytest.param(["--controller-threads=0"], "argument --controller-threads: '0' must be at least 1",
+                     id="threads"),
+        pytest.param(["--leader-elect=maybe"],
+                     "argument --leader-elect: 'maybe' is not a boolean (use true or false)",
                      id="bad bool"),
         pytest.param(["--no-such-flag"], "unrecognized arguments: --no-such-flag", id="unknown flag"),
     ],

@@ -32,7 +32,10 @@ async def echo(method: str, body: bytes) -> Response:
 
 
 class Served:
-    """A server running under ``asyncio.run`` in a thread; ``stop()`` cancels its main task as SIGTERM does."""
+    """A server running under ``asyncio.run`` in a thread.
+
+    ``stop()`` cancels its main task as SIGTERM does.
+    """
 
     def __init__(self, limits: Limits, ssl_context: ssl.SSLContext | None = None) -> None:
         self.server = HTTPServer({"/echo": echo}, ssl_context=ssl_context, limits=limits)
@@ -126,20 +129,29 @@ def tracebacks(caplog: pytest.LogCaptureFixture) -> list[str]:
 @pytest.mark.parametrize(
     ("raw", "half_close", "want"),
     [
-        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n", False, 400, id="non-numeric Content-Length"),
-        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: -5\r\n\r\n", False, 400, id="negative Content-Length"),
-        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n", False, 400, id="Content-Length 1e3"),
-        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: \xc2\xb2\r\n\r\n", False, 400, id="a non-ASCII digit"),
-        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", False, 413, id="too large"),
+        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: abc\r\n\r\n", False, 400,
+                     id="non-numeric Content-Length"),
+        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: -5\r\n\r\n", False, 400,
+                     id="negative Content-Length"),
+        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: 1e3\r\n\r\n", False, 400,
+                     id="Content-Length 1e3"),
+        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: \xc2\xb2\r\n\r\n", False, 400,
+                     id="a non-ASCII digit"),
+        pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", False, 413,
+                     id="too large"),
         pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", False, 400,
                      id="two different Content-Lengths"),
         pytest.param(b"POST /echo HTTP/1.1\r\nContent-Length: 100\r\n\r\nshort", True, 400,
                      id="body shorter than declared, then EOF"),
-        pytest.param(b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", False, 501,
+        pytest.param(b"POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                     False, 501,
                      id="chunked body"),
-        pytest.param(b"POST /echo HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", False, 431, id="a header line over 64 KiB"),
-        pytest.param(b"POST /echo HTTP/1.1\r\n" + b"X-A: b\r\n" * 200 + b"\r\n", False, 431, id="too many headers"),
-        pytest.param(b"POST /echo HTTP/1.1\r\nno colon here\r\n\r\n", False, 400, id="a header without a colon"),
+        pytest.param(b"POST /echo HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", False, 431,
+                     id="a header line over 64 KiB"),
+        pytest.param(b"POST /echo HTTP/1.1\r\n" + b"X-A: b\r\n" * 200 + b"\r\n", False, 431,
+                     id="too many headers"),
+        pytest.param(b"POST /echo HTTP/1.1\r\nno colon here\r\n\r\n", False, 400,
+                     id="a header without a colon"),
         pytest.param(b"GARBAGE\r\n\r\n", False, 400, id="malformed request line"),
         pytest.param(b"\xff\xfe\x00\r\n\r\n", False, 400, id="binary request line"),
     ],

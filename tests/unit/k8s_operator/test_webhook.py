@@ -154,7 +154,8 @@ def set_container(**fields: Any) -> Any:
             mpi_job("m").launcher(1).workers(2).build_dict(), allowed(), id="valid MPIJob"
         ),
         pytest.param(
-            mpi_job("m").launcher(1).workers(1).template(set_container(ports="notalist"), "Worker").build_dict(),
+            mpi_job("m").launcher(1).workers(1).template(set_container(ports="notalist"),
+                                                         "Worker").build_dict(),
             denied(
                 'spec.mpiReplicaSpecs[Worker].template.spec.containers[0].ports: Invalid value: "notalist": '
                 "must be a list of ports"
@@ -191,7 +192,8 @@ def test_mpijob_admission(obj: dict[str, Any], want: dict[str, Any]) -> None:
 def test_env_that_is_not_a_list_is_denied_with_its_path(kind: str) -> None:
     """Part of the Kubernetes core/v1 schema check in trainop.api.validation (issue 10, finding 7)."""
     builders = {"PyTorchJob": pytorch_job("j").master(1).workers(1), "TFJob": tf_job("j").workers(1),
-                "XGBoostJob": xgboost_job("j").master(1).workers(1), "MPIJob": mpi_job("j").launcher(1).workers(1),
+                "XGBoostJob": xgboost_job("j").master(1).workers(1),
+                "MPIJob": mpi_job("j").launcher(1).workers(1),
                 "PaddleJob": paddle_job("j").workers(1), "JAXJob": jax_job("j").workers(1)}  # fmt: skip
     obj = builders[kind].template(set_container(env="notalist"), "Worker").build_dict()
     got = build_admission_response(review(obj), kind)["response"]
@@ -208,8 +210,10 @@ def handle(kind: str, body: bytes) -> Response:
     ("body", "want"),
     [
         pytest.param(b"{", "body is not JSON", id="not JSON"),
-        pytest.param(b"[" * 100_000 + b"]" * 100_000, "body is not JSON", id="nested past the recursion limit"),
-        pytest.param(rb'{"\ud800": 1}', "expected an admission.k8s.io/v1 AdmissionReview", id="lone surrogate key"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "body is not JSON",
+                     id="nested past the recursion limit"),
+        pytest.param(rb'{"\ud800": 1}', "expected an admission.k8s.io/v1 AdmissionReview",
+                     id="lone surrogate key"),
         pytest.param(b"[]", "expected an admission.k8s.io/v1 AdmissionReview", id="not an object"),
         pytest.param(b'{"kind": "AdmissionReview"}', "the AdmissionReview has no request", id="no request"),
         pytest.param(b'{"kind": "AdmissionReview", "request": "x"}', "the AdmissionReview has no request",

@@ -52,10 +52,12 @@ def mpi_edit(rtype: str, replicas: int | None = None, *, rename: str | None = No
     ("obj", "want"),
     [
         pytest.param(mpi_edit("Worker", -1),
-                     "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: -1: must be greater than or equal to 0",
+                     "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: -1: must be greater than or "
+                     "equal to 0",
                      id="MPIJob Worker replicas -1"),
         pytest.param(mpi_edit("Worker", -1, rename="Bogus"),
-                     "spec.mpiReplicaSpecs[Bogus].replicas: Invalid value: -1: must be greater than or equal to 0",
+                     "spec.mpiReplicaSpecs[Bogus].replicas: Invalid value: -1: must be greater than or "
+                     "equal to 0",
                      id="MPIJob unknown replica type with replicas -1"),
         pytest.param(mpi_edit("Worker", rename="Bogus"), "allowed",
                      id="MPIJob unknown replica type: a section 2.4 rule, left to the controller on both"),

@@ -116,7 +116,10 @@ def test_build_invalid_job_error() -> None:
         name="j",
     )
     got = build_invalid_job_error(err, kind="PyTorchJob", namespace="ns", name="j")
-    message = 'PyTorchJob.kubeflow.org "j" is invalid: spec.pytorchReplicaSpecs[Master].replicas: must be an integer'
+    message = (
+        'PyTorchJob.kubeflow.org "j" is invalid: spec.pytorchReplicaSpecs[Master].replicas: must be '
+        "an integer"
+    )
     assert fields(got) == {
         "type": InvalidJobError,
         "message": message,
