@@ -127,7 +127,10 @@ def test_kueue_admission_eviction_readmission(
     cluster.wait_condition(kind, "kq", "Suspended")
     wait_for(lambda: cluster.live_pods("kq") == [] or None, 60, "pods deleted on eviction")
     wait_for(
-        lambda: all(not (s or {}).get("active") for s in (cluster.job(kind, "kq") or {})["status"]["replicaStatuses"].values())
+        lambda: all(
+            not (s or {}).get("active")
+            for s in (cluster.job(kind, "kq") or {})["status"]["replicaStatuses"].values()
+        )
         or None,
         60,
         "no replica active (Kueue restores the templates only then)",

@@ -49,7 +49,8 @@ def test_exit_code_retryable_recreates_the_pod(operator: OperatorProcess, cluste
     restarting = cluster.watch_condition(PT, "ecr", "Restarting", since=created)
     assert restarting["reason"] == "PyTorchJobRestarting"
     again = wait_for(
-        lambda: next((p for p in cluster.live_pods("ecr") if p["metadata"]["name"] == "ecr-worker-0" and uid(p) != uid(first)), None),
+        lambda: next((p for p in cluster.live_pods("ecr")
+                      if p["metadata"]["name"] == "ecr-worker-0" and uid(p) != uid(first)), None),
         60,
         "ecr-worker-0 recreated under the same name",
     )  # fmt: skip
@@ -72,8 +73,10 @@ def test_exit_code_retryable_recreates_the_pod(operator: OperatorProcess, cluste
 @pytest.mark.parametrize(
     ("policy", "want_message"),
     [
-        pytest.param("ExitCode", 'job "ecp" is failing because "Worker" replica(s) failed.', id="ExitCode, code 1 is permanent"),
-        pytest.param("Never", "PyTorchJob ecp is failed because 1 Worker replica(s) failed.", id="Never fails the job"),
+        pytest.param("ExitCode", 'job "ecp" is failing because "Worker" replica(s) failed.',
+                     id="ExitCode, code 1 is permanent"),
+        pytest.param("Never", "PyTorchJob ecp is failed because 1 Worker replica(s) failed.",
+                     id="Never fails the job"),
     ],
 )  # fmt: skip
 def test_permanent_failure_fails_the_job(
@@ -129,7 +132,8 @@ def test_backoff_limit(operator: OperatorProcess, cluster: Cluster) -> None:
     # OnFailure crash loop: the restartCount sum reaches backoffLimit 2 → Failed; cleanPodPolicy All
     # then removes the pods (v1.9.4 order: Failed first, then cleanup).
     job = (
-        pytorch_job("bo").master(1).restart_policy("OnFailure").run_policy(backoff_limit=2, clean_pod_policy="All")
+        pytorch_job("bo").master(1).restart_policy("OnFailure").run_policy(backoff_limit=2,
+                                                                           clean_pod_policy="All")
         .template(fail(1))
     )  # fmt: skip
     cluster.create(job.build_dict())
@@ -264,7 +268,7 @@ def test_managed_by_another_controller_is_left_alone(operator: OperatorProcess, 
     assert cluster.events("mk") == []
 
 
-# --- kubectl and metrics -------------------------------------------------------------------------------------
+# --- kubectl and metrics ---------------------------------------------------------------------------
 
 
 def test_kubectl_get_shows_state_and_age(operator: OperatorProcess, cluster: Cluster) -> None:
@@ -284,10 +288,14 @@ def test_metrics_after_a_job_ends(operator: OperatorProcess, cluster: Cluster) -
 
     def counters() -> dict[str, float] | None:
         got = {
-            "created/pytorch": operator.metric("training_operator_jobs_created_total", job_namespace=ns, framework="pytorch"),
-            "created/tensorflow": operator.metric("training_operator_jobs_created_total", job_namespace=ns, framework="tensorflow"),
-            "successful/pytorch": operator.metric("training_operator_jobs_successful_total", job_namespace=ns, framework="pytorch"),
-            "failed/tensorflow": operator.metric("training_operator_jobs_failed_total", job_namespace=ns, framework="tensorflow"),
+            "created/pytorch": operator.metric("training_operator_jobs_created_total", job_namespace=ns,
+                                               framework="pytorch"),
+            "created/tensorflow": operator.metric("training_operator_jobs_created_total", job_namespace=ns,
+                                                  framework="tensorflow"),
+            "successful/pytorch": operator.metric("training_operator_jobs_successful_total",
+                                                  job_namespace=ns, framework="pytorch"),
+            "failed/tensorflow": operator.metric("training_operator_jobs_failed_total", job_namespace=ns,
+                                                 framework="tensorflow"),
         }  # fmt: skip
         return got if all(got.values()) else None
 

@@ -79,7 +79,8 @@ def installed(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFact
         # The operator injects caBundle into the configuration; re-applying the manifests must keep it.
         bundle = "dGVzdA=="
         k8s_env.kubectl("patch", "validatingwebhookconfiguration", VWC, "--type=json", "-p",
-                        json.dumps([{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+                        json.dumps([{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle",
+                                     "value": bundle}
                                     for i in range(len(WEBHOOK_KINDS))]))  # fmt: skip
         again = k8s_env.kubectl("apply", "-k", str(OVERLAY))
         with k8s_env.client() as c:

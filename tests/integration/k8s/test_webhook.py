@@ -143,7 +143,8 @@ def denial(kind: str, message: str) -> str:
         ),
         pytest.param(
             pytorch_job("w2").master(1).replicas("worker", 1).build_dict(),
-            'spec.pytorchReplicaSpecs[worker]: Unsupported value: "worker": supported values: "Master", "Worker"',
+            'spec.pytorchReplicaSpecs[worker]: Unsupported value: "worker": supported values: "Master", '
+            '"Worker"',
             id="PyTorchJob: replica keys are case-sensitive",
         ),
         pytest.param(
@@ -158,12 +159,14 @@ def denial(kind: str, message: str) -> str:
         ),
         pytest.param(
             paddle_job("w5").workers(1).template(rename_container("trainer")).build_dict(),
-            'spec.paddleReplicaSpecs[Worker].template.spec.containers: Required value: must have at least one container with name "paddle"',
+            'spec.paddleReplicaSpecs[Worker].template.spec.containers: Required value: must have at least '
+            'one container with name "paddle"',
             id="PaddleJob: default container name, quoted",
         ),
         pytest.param(
             jax_job("w6").workers(1).image("", "Worker").build_dict(),
-            "spec.jaxReplicaSpecs[Worker].template.spec.containers[0].image: Required value: must be required",
+            "spec.jaxReplicaSpecs[Worker].template.spec.containers[0].image: Required value: must be "
+            "required",
             id="JAXJob: image required",
         ),
     ],
@@ -217,7 +220,10 @@ def test_mpijob_malformed_template_is_denied(ns: Cluster) -> None:
     obj = mpi_job("wm1").launcher(1).workers(1).template(set_container(ports="notalist"), "Worker")
     res = kubectl_apply(ns, obj.build_dict())
     assert res.returncode != 0
-    want = 'spec.mpiReplicaSpecs[Worker].template.spec.containers[0].ports: Invalid value: "notalist": must be a list of ports'
+    want = (
+        'spec.mpiReplicaSpecs[Worker].template.spec.containers[0].ports: Invalid value: "notalist": '
+        "must be a list of ports"
+    )
     assert denial("MPIJob", want) in res.stderr, res.stderr
     assert ns.job("MPIJob", "wm1") is None
 

@@ -62,7 +62,8 @@ def slow_to_stop(template: dict[str, Any]) -> None:
 
 
 def test_delete_leaves_no_process(backend: LocalBackend, home: Any) -> None:
-    # The master forks children; the workers ignore SIGTERM, so only SIGKILL after the grace period stops them.
+    # The master forks children; the workers ignore SIGTERM, so only SIGKILL after the grace period
+    # stops them.
     manifest = (
         pytorch_job("del")
         .master(1)

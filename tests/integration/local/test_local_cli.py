@@ -64,9 +64,10 @@ def valid() -> JobBuilder:
             .command(["true"])
             .template(pvc_volume, "Worker")
             .build_dict(),
-            'spec.pytorchReplicaSpecs[Worker].template.spec.volumes[0]: Unsupported value: "persistentVolumeClaim": '
-            "the local backend supports emptyDir (a per-replica directory), configMap (created by the job) and "
-            "hostPath (used as is) volumes",
+            "spec.pytorchReplicaSpecs[Worker].template.spec.volumes[0]: Unsupported value: "
+            '"persistentVolumeClaim": '
+            "the local backend supports emptyDir (a per-replica directory), configMap (created by the "
+            "job) and hostPath (used as is) volumes",
             id="a volume the local backend cannot provide",
         ),
         pytest.param("kind: PyTorchJob\nspec: [unclosed\n", "not valid YAML at line 3", id="not YAML"),
@@ -159,7 +160,10 @@ def test_replicas_get_the_users_environment_not_the_clis_own_settings(home: Path
 
 def test_an_empty_home_says_how_to_start(home: Path) -> None:
     got = run_cli("get")
-    want = f"No jobs in {home} (TRAINOP_HOME). Start one with: trainop run FILE (or trainop submit FILE to return at once).\n"
+    want = (
+        f"No jobs in {home} (TRAINOP_HOME). Start one with: trainop run FILE (or trainop submit FILE "
+        "to return at once).\n"
+    )
     assert (got.returncode, got.stdout, got.stderr) == (0, "", want)
 
 
@@ -180,7 +184,8 @@ def test_messages_point_to_where_things_are(home: Path, tmp_path: Path) -> None:
         ),
         ("describe", "elsewhere"): (
             3,
-            'error: job "elsewhere" not found in namespace "default"; there is one in namespace team (add -n team)',
+            'error: job "elsewhere" not found in namespace "default"; there is one in namespace team (add '
+            "-n team)",
         ),
         ("get", "tfjob", "elsewhere", "-n", "team"): (
             3,

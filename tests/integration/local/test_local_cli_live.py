@@ -192,8 +192,8 @@ def test_a_crash_loop_shows_restarts_a_notice_and_the_failure_summary(home: Path
         is not None,
         "reason": "PyTorchJobFailed: Job crash has failed because it has reached the specified backoff limit"
         in text,
-        "leftover": "note: 1 replica still running after the job Failed (cleanPodPolicy: None): worker-0; they "
-        "run until they exit, as pods do. Stop them: trainop delete crash" in text,
+        "leftover": "note: 1 replica still running after the job Failed (cleanPodPolicy: None): "
+        "worker-0; they run until they exit, as pods do. Stop them: trainop delete crash" in text,
     }
     want = {
         "rc": 1,

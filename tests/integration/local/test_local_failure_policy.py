@@ -128,5 +128,6 @@ def test_a_replica_waiting_for_a_gpu_past_the_startup_deadline_fails_the_job(
     failed = condition(done, "Failed")
     assert (failed.reason, failed.message.split(": PodScheduled")[0]) == (
         "PyTorchJobStartupDeadlineExceeded",
-        "Job nogpu has failed because pod nogpu-master-0 did not start within 2s (trainop.dev/startup-deadline-seconds)",
+        "Job nogpu has failed because pod nogpu-master-0 did not start within 2s "
+        "(trainop.dev/startup-deadline-seconds)",
     ), failed.message

@@ -20,7 +20,10 @@ PREFIX = "0/1 nodes are available: insufficient nvidia.com/gpu: "
 
 def gpu_job(name: str, release: Path, priority_class: str | None = None) -> dict[str, Any]:
     """A Master and a Worker with one GPU each; they print their GPUs and hold them until ``release``."""
-    hold = f'echo "gpus=[$CUDA_VISIBLE_DEVICES]"; for i in $(seq 1200); do [ -f {release} ] && exit 0; sleep 0.1; done'
+    hold = (
+        f'echo "gpus=[$CUDA_VISIBLE_DEVICES]"; for i in $(seq 1200); do [ -f {release} ] && exit 0; '
+        "sleep 0.1; done"
+    )
     b = pytorch_job(name).master(1).workers(1).command(["sh", "-c", hold]).gpu("Master", 1).gpu("Worker", 1)
     if priority_class is not None:
         b = b.run_policy(scheduling_policy={"priority_class": priority_class})

@@ -17,9 +17,10 @@ pytestmark = pytest.mark.integration
 
 # Wait for worker-1 to be exec-able (the launcher does not wait for workers, §3.9), then use it.
 LAUNCHER = (
-    "for i in $(seq 1 200); do /etc/mpi/kubexec.sh agent-worker-1 true 2>/dev/null && break; sleep 0.1; done; "
-    "cat /etc/mpi/hostfile; "
-    "/etc/mpi/kubexec.sh agent-worker-1 'echo ctx=$POD_NAME dir=`pwd` launcher_env=${OMPI_MCA_plm_rsh_agent:-unset}'; "
+    "for i in $(seq 1 200); do /etc/mpi/kubexec.sh agent-worker-1 true 2>/dev/null && break; sleep "
+    "0.1; done; cat /etc/mpi/hostfile; "
+    "/etc/mpi/kubexec.sh agent-worker-1 'echo ctx=$POD_NAME dir=`pwd` "
+    "launcher_env=${OMPI_MCA_plm_rsh_agent:-unset}'; "
     "/etc/mpi/kubexec.sh agent-worker-9 true || echo unknown replica refused"
 )
 

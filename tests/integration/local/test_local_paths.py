@@ -302,7 +302,10 @@ def _report(res: subprocess.CompletedProcess[str]) -> dict[str, tuple[int, str]]
     return out
 
 
-STEP = 'step() { name=$1; shift; set +e; "$@" >/dev/null 2>"$MNT.err"; rc=$?; set -e; echo "@@step $name $rc"; cat "$MNT.err"; }\n'
+STEP = (
+    'step() { name=$1; shift; set +e; "$@" >/dev/null 2>"$MNT.err"; rc=$?; set -e; echo "@@step $name '
+    '$rc"; cat "$MNT.err"; }\n'
+)
 
 
 def test_a_full_disk_is_one_clear_line_and_loses_nothing(tmp_path: Path) -> None:

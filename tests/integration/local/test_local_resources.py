@@ -66,7 +66,10 @@ def test_two_jobs_at_once_never_share_a_port(backend: LocalBackend) -> None:
 
 def gpu_job(name: str, gpus_per_worker: int, workers: int, release: Path) -> dict[str, object]:
     """Replicas print their GPUs, then hold them until the test creates ``release``."""
-    hold = f'echo "gpus=[$CUDA_VISIBLE_DEVICES]"; for i in $(seq 600); do [ -f {release} ] && exit 0; sleep 0.1; done'
+    hold = (
+        f'echo "gpus=[$CUDA_VISIBLE_DEVICES]"; for i in $(seq 600); do [ -f {release} ] && exit 0; '
+        "sleep 0.1; done"
+    )
     return (
         pytorch_job(name)
         .master(1)
@@ -119,9 +122,10 @@ def test_gpu_limits_get_distinct_gpus_and_a_job_waits_for_free_ones(
         "first": ("gpus=[]", ["gpus=[0]", "gpus=[1]"]),
         "second waited": ("Pending", "PodScheduled", "Unschedulable"),
         # (the whole gang waits, issue 11: tests/integration/local/test_local_gang.py)
-        "why": "0/1 nodes are available: insufficient nvidia.com/gpu: pod second-worker-0 needs 2; gang of 2 pods "
-        "needs 2 GPUs at once, 1 of 3 are free (held by default/first: 2); its pods start together when enough "
-        "are released",
+        "why": "0/1 nodes are available: insufficient nvidia.com/gpu: pod second-worker-0 needs 2; gang "
+        "of 2 pods "
+        "needs 2 GPUs at once, 1 of 3 are free (held by default/first: 2); its pods start together "
+        "when enough are released",
         "second": ("gpus=[]", 2, True),
     }
     assert got == want

@@ -18,7 +18,10 @@ pytestmark = pytest.mark.integration
 def test_on_failure_restarts_the_container_in_place(backend: LocalBackend, tmp_path: Path) -> None:
     marker = tmp_path / "failed-once"
     # Worker 1 fails on its first attempt only; everyone then runs until the master ends.
-    worker = f'echo "attempt of $RANK"; if [ "$RANK" = 2 ] && [ ! -f {marker} ]; then touch {marker}; exit 1; fi; sleep 3'
+    worker = (
+        f'echo "attempt of $RANK"; if [ "$RANK" = 2 ] && [ ! -f {marker} ]; then touch {marker}; '
+        "exit 1; fi; sleep 3"
+    )
     manifest = (
         pytorch_job("inplace")
         .master(1)

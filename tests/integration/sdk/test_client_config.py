@@ -19,7 +19,8 @@ from trainop.sdk import SDKError
         pytest.param(
             dict(job_kind="MXJob"),
             {},
-            "Job kind must be one of these: ['TFJob', 'PyTorchJob', 'XGBoostJob', 'MPIJob', 'PaddleJob', 'JAXJob']",
+            "Job kind must be one of these: ['TFJob', 'PyTorchJob', 'XGBoostJob', 'MPIJob', 'PaddleJob', "
+            "'JAXJob']",
             id="unknown job_kind (upstream's message)",
         ),
         pytest.param(

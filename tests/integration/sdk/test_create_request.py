@@ -272,7 +272,8 @@ spec:
                 },
             },
             False,
-            id="job as YAML text keeps its namespace; labels, annotations and the Kueue queue label are added",
+            id="job as YAML text keeps its namespace; labels, annotations and the Kueue queue label "
+            "are added",
         ),
     ],
 )
@@ -330,13 +331,15 @@ def test_build_create_request(args: dict[str, Any], want: Any, want_isolated: bo
         pytest.param(
             dict(job=K8S_MODEL_JOB, name="x"),
             ValueError,
-            "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. Argument `name` must be None.",
+            "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. "
+            "Argument `name` must be None.",
             id="job plus name",
         ),
         pytest.param(
             dict(job=K8S_MODEL_JOB, volumes=[]),
             ValueError,
-            "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. Argument `volumes` must be None.",
+            "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. "
+            "Argument `volumes` must be None.",
             id="job plus volumes",
         ),
         pytest.param(
@@ -366,7 +369,8 @@ def test_build_create_request(args: dict[str, Any], want: Any, want_isolated: bo
         pytest.param(
             dict(name="x", train_func=no_args_fn, job_kind="MXJob"),
             ValueError,
-            "Job kind must be one of these: ['TFJob', 'PyTorchJob', 'XGBoostJob', 'MPIJob', 'PaddleJob', 'JAXJob']",
+            "Job kind must be one of these: ['TFJob', 'PyTorchJob', 'XGBoostJob', 'MPIJob', 'PaddleJob', "
+            "'JAXJob']",
             id="unknown kind",
         ),
         pytest.param(
@@ -383,11 +387,13 @@ def test_build_create_request(args: dict[str, Any], want: Any, want_isolated: bo
         ),
         pytest.param(
             dict(
-                job="apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: x}\nspec: {pytorchReplicaSpecs: 3}\n"
+                job="apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: x}\nspec: "
+                "{pytorchReplicaSpecs: 3}\n"
             ),
             InvalidJobError,
             "PyTorchJob 'x' is invalid: spec.pytorchReplicaSpecs: ",
-            id="malformed job: trainop.api InvalidJobError (a ValueError, before any request) with the field path",
+            id="malformed job: trainop.api InvalidJobError (a ValueError, before any request) with the "
+            "field path",
         ),
         pytest.param(
             dict(job=42),

@@ -470,7 +470,8 @@ def test_errors(run: Run) -> None:
     with pytest.raises(ValueError) as job_and_func:
         r.client.create_job(build_job(r, "PyTorchJob", "y"), train_func=train_hello)
     assert (str(kind_err.value), str(cond_err.value).split(" must ")[0], str(job_and_func.value)) == (
-        "Job kind must be one of these: dict_keys(['TFJob', 'PyTorchJob', 'XGBoostJob', 'MPIJob', 'PaddleJob', 'JAXJob'])",
+        "Job kind must be one of these: dict_keys(['TFJob', 'PyTorchJob', 'XGBoostJob', 'MPIJob', "
+        "'PaddleJob', 'JAXJob'])",
         "Expected conditions: {'Suspended'}",
         "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. "
         "Argument `train_func` must be None.",

@@ -47,7 +47,8 @@ def train_torchrun():  # type: ignore[no-untyped-def]
     t = __import__("torch").tensor([dist.get_rank() + 1])
     dist.all_reduce(t)
     print(
-        f"torchrun rank={dist.get_rank()} world={dist.get_world_size()} sum={int(t.item())} node={os.environ['GROUP_RANK']}"
+        f"torchrun rank={dist.get_rank()} world={dist.get_world_size()} sum={int(t.item())} "
+        f"node={os.environ['GROUP_RANK']}"
     )
     dist.destroy_process_group()
 
@@ -75,7 +76,8 @@ def build_tiny_wheel(directory: Path) -> Path:
     files = {
         f"{name}/__init__.py": 'GREETING = "hi from the job venv"\n',
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: trainop-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: trainop-tests\nRoot-Is-Purelib: true\nTag: "
+        "py3-none-any\n",
     }
     files[f"{info}/RECORD"] = "".join(f"{p},,\n" for p in files) + f"{info}/RECORD,,\n"
     with zipfile.ZipFile(wheel, "w") as zf:
@@ -156,7 +158,8 @@ def create_from_function(env: SDKEnv, tmp_path: Path, capsys: pytest.CaptureFixt
         "def train_hello(parameters):  # type: ignore[no-untyped-def]\n"
         "    import os\n"
         "\n"
-        "    print(f\"fn lr={parameters['lr']} rank={os.environ.get('RANK')} world={os.environ.get('WORLD_SIZE')}\")\n"
+        "    print(f\"fn lr={parameters['lr']} rank={os.environ.get('RANK')} "
+        "world={os.environ.get('WORLD_SIZE')}\")\n"
         "\n"
         "train_hello({'lr': 0.5})\n"
         "EOM\n"
@@ -205,8 +208,8 @@ def create_from_function_with_packages(
     job = env.client.wait_for_job_conditions("pk", **WAIT)  # type: ignore[arg-type]
     script = job.spec.pytorch_replica_specs["Master"].template.spec.containers[0].args[0]
     assert (
-        f"python -m pip install --quiet --no-warn-script-location --index-url https://pypi.org/simple {wheel}\n"
-        in script
+        "python -m pip install --quiet --no-warn-script-location --index-url https://pypi.org/simple "
+        f"{wheel}\n" in script
     )
     assert importlib.util.find_spec("trainop_sdk_tinypkg") is None, "installed into the caller's environment"
     if env.backend == "local":

@@ -84,7 +84,10 @@ def list_rv(client: Client, res: Any) -> str:
 
 
 def sim_pod(name: str, restart_policy: str = "Never", **annotations: str) -> Pod:
-    """A pod whose fate kwok plays out from its sim.trainop.dev/* annotations (hack/testenv/kwok-stages.yaml)."""
+    """A pod whose fate kwok plays out from its sim.trainop.dev/* annotations.
+
+    The stages are hack/testenv/kwok-stages.yaml.
+    """
     return Pod(
         metadata=ObjectMeta(
             name=name, annotations={SIM + k.replace("_", "-"): v for k, v in annotations.items()}
@@ -146,7 +149,8 @@ def test_crd_structural_schema_rejects_invalid_objects(
     # kubectl sees the same rejection (server-side apply goes through the same validation)
     with pytest.raises(subprocess.CalledProcessError) as kerr:
         k8s_env.apply_yaml(
-            "apiVersion: testenv.trainop.dev/v1\nkind: Widget\nmetadata: {name: bad2}\nspec: {replicas: -5}\n",
+            "apiVersion: testenv.trainop.dev/v1\nkind: Widget\nmetadata: {name: bad2}\nspec: "
+            "{replicas: -5}\n",
             namespace=client.namespace,
         )
     assert "spec.replicas" in kerr.value.stderr
