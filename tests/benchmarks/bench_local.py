@@ -166,10 +166,12 @@ def main() -> None:
         starts: list[dict[str, float]] = []
         runs: list[dict[str, float]] = []
         print(
-            f"bench-local: 1 Master + {REPLICAS - 1} Workers of `sh -c 'date > marker; sleep'`, {args.rounds} rounds"
+            f"bench-local: 1 Master + {REPLICAS - 1} Workers of `sh -c 'date > marker; sleep'`, "
+            f"{args.rounds} rounds"
         )
         print(
-            f"{'round':>5}  {'floor':>7}  {'python':>7}  {'--version':>9}  {'imports':>7}  {'submit→started':>14}"
+            f"{'round':>5}  {'floor':>7}  {'python':>7}  {'--version':>9}  {'imports':>7}  "
+            f"{'submit→started':>14}"
             f"  {'cli exit':>8}  {'sup. up':>7}  {'sup RSS':>7}"
         )
         for i in range(args.rounds):

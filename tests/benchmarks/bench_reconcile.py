@@ -1,7 +1,7 @@
 """Reconcile passes per second for a steady PyTorchJob (1 Master + 7 Workers, 8 running pods and 8
 Services observed, nothing to do), next to floors measured in the same run. Prints; never asserts a time.
 
-    make bench-core                                   # or: .venv/bin/python tests/benchmarks/bench_reconcile.py
+    make bench-core                  # or: .venv/bin/python tests/benchmarks/bench_reconcile.py
     .venv/bin/python tests/benchmarks/bench_reconcile.py --profile    # plus the top functions by own time
 """
 
@@ -102,7 +102,8 @@ def main() -> None:
     print(f"  floor: apply_defaults/s       {defaults:>10,.0f}   ({1e6 / defaults:6.1f} µs)")
     print(f"  floor: deepcopy(job)/s        {deepcopy:>10,.0f}   ({1e6 / deepcopy:6.1f} µs)")
     print(
-        f"  one pass costs {defaults / passes:.1f}x apply_defaults and {deepcopy / passes:.2f}x a deepcopy of the job"
+        f"  one pass costs {defaults / passes:.1f}x apply_defaults and {deepcopy / passes:.2f}x a "
+        "deepcopy of the job"
     )
 
     if args.profile:
