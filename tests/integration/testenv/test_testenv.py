@@ -497,3 +497,4 @@ webhooks:
     finally:
         k8s_env.kubectl("delete", "validatingwebhookconfiguration", name, "--ignore-not-found")
         server.shutdown()
+        server.server_close()  # the listening TLS socket; unclosed it is a ResourceWarning
