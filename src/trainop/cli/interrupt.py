@@ -55,20 +55,9 @@ def detect_suspend_seen(job: TrainingJob) -> bool:
     return is_finished(job) or detect_state(job) == "Suspended"
 
 
-def kill_now(backend: LocalBackend, uid: str) -> None:
-    """SIGKILL every replica session of the job that still runs, recorded or only marked (started,
-    not yet recorded: the same rule as a delete without a supervisor)."""
-    from trainop.api.constants import ENV_TRAINOP_JOB_UID
-    from trainop.backends.local import procs
-    from trainop.backends.local.api import stop_sessions
-
-    sessions = [
-        (p.pid, p.ticks)
-        for p in backend.store.list_processes(uid, unfinished=True)
-        if p.pid is not None and p.boot == procs.boot_id()
-    ]
-    stop_sessions(sessions, 0.0)
-    procs.kill_marked(ENV_TRAINOP_JOB_UID, uid)
+def count_unfinished(backend: LocalBackend, name: str, namespace: str) -> int:
+    """The job's container runs that have not ended (recorded by its supervisor)."""
+    return sum(1 for r in backend.runs(name, namespace) if r.finished_at is None)
 
 
 def stop_and_keep(
@@ -96,17 +85,14 @@ def stop_and_keep(
     seen_signals = 1  # two already (both while run watched): the second says kill now
     try:
         backend.set_suspend(name, True, ns, interrupted=True)
-        row = backend.store.find_job(ns, name)
-        if row is None:
-            raise JobNotFoundError(name, ns, job.kind)
         deadline = time.monotonic() + compute_longest_grace(job) + MARGIN
         give_up = deadline + MARGIN
         kill = killed = stopped = False
         while True:
             stream()
             current = backend.get(name, ns)
-            pods = len(backend.store.list_pods(row.uid))
-            unfinished = len(backend.store.list_processes(row.uid, unfinished=True))
+            pods = len(backend.pods(name, ns))
+            unfinished = count_unfinished(backend, name, ns)
             if detect_stopped(current, pods, unfinished):
                 stopped = True
                 break
@@ -115,7 +101,7 @@ def stop_and_keep(
                 kill = True
                 say("killing now")
             if not killed and ((kill and detect_suspend_seen(current)) or now >= deadline):
-                kill_now(backend, row.uid)
+                backend.kill_replicas(name, ns)
                 killed = True
             if now >= give_up:
                 break
