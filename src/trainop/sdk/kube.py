@@ -172,6 +172,12 @@ class KubernetesBackend:
             self._clients[t] = c
         return c
 
+    def close(self) -> None:
+        """Close the HTTP connections (left to the garbage collector they are unclosed sockets)."""
+        for c in self._clients.values():
+            c.close()
+        self._clients.clear()
+
     # --- error mapping ---
     def _call(self, verb: str, kind: str, namespace: str, name: str, fn: Callable[[], T]) -> T:
         """Run ``fn``; API errors become the SDK's typed errors chained to an ``ApiException``. The

@@ -126,18 +126,19 @@ def test_get_selects_with_l_and_prints_wide_name_jsonpath_and_pods(home: Path, t
 def test_get_w_prints_a_row_per_change_until_ctrl_c(home: Path, tmp_path: Path) -> None:
     submit(tmp_path, sleeper("w"))
     wait_for(lambda: "Running" in run_cli("get", "w").stdout, "w running")
-    watcher = subprocess.Popen(
+    # `with` closes the pipe (unclosed, it is a ResourceWarning) and reaps the process.
+    with subprocess.Popen(
         [sys.executable, "-m", "trainop.cli.main", "get", "-w"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert watcher.stdout is not None
-        header, first = watcher.stdout.readline(), watcher.stdout.readline()
-        assert run_cli("delete", "w").returncode == 0
-        gone = watcher.stdout.readline()
-        watcher.send_signal(signal.SIGINT)
-        code = watcher.wait(timeout=30)
-    finally:
-        watcher.kill()
+    ) as watcher:
+        try:
+            assert watcher.stdout is not None
+            header, first = watcher.stdout.readline(), watcher.stdout.readline()
+            assert run_cli("delete", "w").returncode == 0
+            gone = watcher.stdout.readline()
+            watcher.send_signal(signal.SIGINT)
+            code = watcher.wait(timeout=30)
+        finally:
+            watcher.kill()
     got = (header.split()[:3], first.split()[:3], gone.split()[:3], code)
     assert got == (
         ["NAME", "KIND", "STATE"],

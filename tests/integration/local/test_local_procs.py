@@ -27,14 +27,15 @@ sys.stdin.read()
 
 
 def test_a_child_bound_to_its_parent_dies_with_it() -> None:
-    parent = subprocess.Popen(
+    # `with` closes the pipes (unclosed, they are ResourceWarnings) and reaps the parent.
+    with subprocess.Popen(
         [sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    assert parent.stdout is not None
-    child = int(parent.stdout.readline())
-    assert live_pids([child]) == [child]
-    parent.kill()
-    parent.wait()
+    ) as parent:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert live_pids([child]) == [child]
+        parent.kill()
+        parent.wait()
     wait_for(lambda: not live_pids([child]), "the child to die with its parent", timeout=10)
 
 

@@ -90,3 +90,4 @@ def sdk_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SDKEnv]:
         for job in client.list_jobs():
             with contextlib.suppress(NotFoundError):
                 client.delete_job(job.metadata.name)
+        client.backend.close()  # its HTTP connections (unclosed sockets otherwise)

@@ -105,3 +105,5 @@ def test_kubernetes_from_file_context_and_client_configuration(
     )
     assert [j.metadata.name for j in by_context.list_jobs()] == ["cfg"]
     assert by_context.get_job("cfg").metadata.namespace == k8s_namespace
+    for client in (by_context, by_configuration):
+        client.backend.close()  # its HTTP connections (unclosed sockets otherwise)
