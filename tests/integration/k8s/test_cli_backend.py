@@ -254,6 +254,7 @@ def test_ctrl_c_suspends_the_cluster_job_and_keeps_it(
     run.send_signal(signal.SIGINT)
     code = run.wait(timeout=120)
     reader.join()
+    run.stdout.close()  # the pipe; unclosed it is a ResourceWarning
     out = "".join(lines)
     listed = trainop(
         "get", "-n", k8s_namespace, env={"KUBECONFIG": str(k8s_env.kubeconfig), "TRAINOP_BACKEND": "k8s"}

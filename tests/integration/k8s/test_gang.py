@@ -296,6 +296,7 @@ def test_min_available_10_never_binds_then_2_runs(
         job_obj = client.get_job("gang")
         job_obj.spec.run_policy.scheduling_policy.min_available = 2
         client.update_job(job_obj, "gang")
+        client.backend.close()  # its HTTP connections (unclosed sockets otherwise)
     wait_for(
         lambda: (pod_group(c, r.PluginsPodGroup, "gang") or {}).get("spec", {}).get("minMember") == 2 or None,
         60,
