@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from k8s_harness import REPO, Cluster, OperatorProcess, annotate
-from lightkube.types import PatchType
+from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
 from trainop.backends.kubernetes import resources as r
 from trainop.testing.builders import job_builder, pytorch_job
@@ -65,12 +65,21 @@ class PodTimeline:
         labels = {"training.kubeflow.org/job-name": job}
         # The stream ends with an error when stop() closes the client under it: that is its end.
         try:
-            for typ, obj in self._client.watch(r.Pod, namespace=namespace, labels=labels):
+            for typ, obj in self._client.watch(
+                r.Pod, namespace=namespace, labels=labels, on_error=self._on_error
+            ):
                 meta = obj.metadata
                 self.events.append((str(typ), str(meta.name), str(meta.uid)))
         except Exception as exc:  # kept for the assertion message
             if not self._stopping.is_set():
                 self.error = exc
+
+    def _on_error(self, exc: Exception, count: int) -> OnErrorResult:
+        # A stream the API server or the TLS layer cuts under load (seen: an SSL read error) goes on
+        # from the last resourceVersion seen, so no event is lost; stop() ends it for good.
+        if self._stopping.is_set():
+            return OnErrorResult(OnErrorAction.STOP)
+        return OnErrorResult(OnErrorAction.RETRY if count <= 20 else OnErrorAction.RAISE)
 
     def stop(self) -> list[tuple[str, str, str]]:
         self._stopping.set()
