@@ -113,7 +113,8 @@ def test_worker_exits_137_once_every_replica_restarts_then_the_job_succeeds(
     cluster.client.patch(
         r.Pod,
         f"{name}-worker-2",
-        {"metadata": {"annotations": {SIM_OUTCOME: "fail", SIM_EXIT_CODE: "137", SIM_REASON: "OOMKilled", SIM_RUN_DURATION: "1s"}}},
+        {"metadata": {"annotations": {SIM_OUTCOME: "fail", SIM_EXIT_CODE: "137", SIM_REASON: "OOMKilled",
+                                      SIM_RUN_DURATION: "1s"}}},
         namespace=cluster.namespace,
         patch_type=PatchType.MERGE,
     )  # fmt: skip
@@ -126,7 +127,8 @@ def test_worker_exits_137_once_every_replica_restarts_then_the_job_succeeds(
     )
     # The recreated worker-2 has no fail annotation; let the new master finish.
     cluster.client.patch(
-        r.Pod, f"{name}-master-0", {"metadata": {"annotations": {SIM_OUTCOME: "succeed", SIM_RUN_DURATION: "1s"}}},
+        r.Pod, f"{name}-master-0", {"metadata": {"annotations": {SIM_OUTCOME: "succeed",
+                                                                 SIM_RUN_DURATION: "1s"}}},
         namespace=cluster.namespace, patch_type=PatchType.MERGE,
     )  # fmt: skip
     cluster.wait_condition(PT, name, "Succeeded", timeout=90)
@@ -150,7 +152,8 @@ def test_worker_exits_137_once_every_replica_restarts_then_the_job_succeeds(
         {"1"},
         f"1 whole-job restart(s), 1 counted toward maxRestarts 2; the last because {want_summary}",
         [
-            f'PyTorchJob {name} is restarting every replica because {want_summary} (rule 0 "oom"; restart 1 of at most 2).'
+            f'PyTorchJob {name} is restarting every replica because {want_summary} (rule 0 "oom"; restart '
+            "1 of at most 2)."
         ],
         4,
     )
@@ -177,8 +180,8 @@ def test_exit_code_matching_a_failjob_rule_fails_at_once(operator: OperatorProce
     worker = failed["message"].removeprefix("Job fj has failed because pod ")[:11]
     assert (failed["reason"], failed["message"], cluster.condition(PT, "fj", "JobRestarts")) == (
         "PyTorchJobFailedByRule",
-        f"Job fj has failed because pod {worker} (Worker) exited with code 3 (reason Error), which rule 0 fails "
-        "the job (FailJob)",
+        f"Job fj has failed because pod {worker} (Worker) exited with code 3 (reason Error), which rule "
+        "0 fails the job (FailJob)",
         None,
     )
     assert worker in ("fj-worker-0", "fj-worker-1")
@@ -196,8 +199,8 @@ def test_past_its_restart_limit_the_job_fails_with_the_reason(
     failed = cluster.wait_condition(PT, "ml", "Failed", timeout=120)
     assert (failed["reason"], failed["message"]) == (
         "PyTorchJobMaxRestartsExceeded",
-        "Job ml has failed because it has reached the maximum of 1 whole-job restart(s) (trainop.dev/max-restarts) "
-        "and pod ml-worker-0 (Worker) exited with code 137 (reason Error)",
+        "Job ml has failed because it has reached the maximum of 1 whole-job restart(s) "
+        "(trainop.dev/max-restarts) and pod ml-worker-0 (Worker) exited with code 137 (reason Error)",
     )
     assert (
         (cluster.condition(PT, "ml", "JobRestarts") or {})
@@ -333,7 +336,8 @@ def test_upstream_v1_9_crds_accept_the_manifests_unchanged(
         manifest["metadata"]["namespace"] = k8s_namespace
         manifest["metadata"].pop("uid", None)
         out = k8s_env.kubectl(
-            "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(manifest), namespace=k8s_namespace
+            "create", "--dry-run=server", "-o", "json", "-f", "-", input=json.dumps(manifest),
+            namespace=k8s_namespace
         )  # fmt: skip
         obj = json.loads(out.stdout)
         got[kind] = (obj["metadata"].get("annotations"), obj["spec"])
