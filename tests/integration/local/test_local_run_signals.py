@@ -64,11 +64,11 @@ def start_run(path: Path | str, **popen: Any) -> subprocess.Popen[str]:
 
 @contextlib.contextmanager
 def cli_process(cli: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
-    try:
-        yield cli
-    finally:
-        cli.kill()
-        cli.wait()
+    with cli:  # Popen's exit closes its pipes and waits (an unclosed pipe is a ResourceWarning)
+        try:
+            yield cli
+        finally:
+            cli.kill()
 
 
 def all_replica_processes(backend: LocalBackend, job: str) -> list[int]:
