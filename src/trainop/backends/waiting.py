@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from trainop.api.common import TrainingJob
-from trainop.backends.base import is_finished
+from trainop.backends.base import WaitTimeoutError, detect_state, is_finished
 
 T = TypeVar("T")
 
@@ -78,3 +78,20 @@ def build_job_done(conditions: Collection[str]) -> Callable[[TrainingJob], bool]
         return any(c.type in wanted and c.status == "True" for c in conds) or is_finished(job)
 
     return done
+
+
+def wait_for_job(
+    read: Callable[[], TrainingJob],
+    name: str,
+    conditions: Collection[str],
+    timeout: float | None,
+    *,
+    interval: float,
+    clock: Clock = SYSTEM_CLOCK,
+) -> TrainingJob:
+    """A backend's ``wait``: ``read`` the job until one of ``conditions`` is True or it finished
+    (``build_job_done``). Raises WaitTimeoutError naming the state it was last seen in."""
+    try:
+        return poll_until(read, build_job_done(conditions), timeout=timeout, interval=interval, clock=clock)
+    except PollTimeout as exc:
+        raise WaitTimeoutError(name, list(conditions), timeout or 0.0, detect_state(exc.last)) from None

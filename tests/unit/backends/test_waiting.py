@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from trainop.api.common import TrainingJob
-from trainop.backends.waiting import Clock, PollTimeout, build_job_done, poll_until
+from trainop.backends.base import WaitTimeoutError
+from trainop.backends.waiting import Clock, PollTimeout, build_job_done, poll_until, wait_for_job
 from trainop.testing.builders import pytorch_job
 
 
@@ -123,4 +124,14 @@ def test_a_job_wait_reads_until_the_condition() -> None:
     assert (got.status is not None and [c.type for c in got.status.conditions or []], fake.sleeps) == (
         ["Created", "Running"],
         [0.2, 0.2],
+    )
+
+
+def test_a_backend_wait_that_times_out_names_the_state_it_last_saw() -> None:
+    fake = FakeClock()
+    with pytest.raises(WaitTimeoutError) as err:
+        wait_for_job(lambda: _job(("Created", "True")), "j", ["Running"], 1.0, interval=0.4, clock=fake.clock)
+    assert (str(err.value), fake.sleeps) == (
+        'timed out after 1s waiting for "j" to be Running (it is Created)',
+        [0.4, 0.4, pytest.approx(0.2)],
     )

@@ -39,13 +39,11 @@ from trainop.backends.base import (
     JobFeed,
     JobNotFoundError,
     LogLine,
-    WaitTimeoutError,
-    detect_state,
     is_finished,
 )
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
-from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, build_job_done, poll_until
+from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, poll_until, wait_for_job
 
 T = TypeVar("T")
 
@@ -517,16 +515,9 @@ class KubernetesBackend:
         namespace: str = "default",
         timeout: float | None = None,
     ) -> TrainingJob:
-        try:
-            return poll_until(
-                lambda: self.get(name, namespace),
-                build_job_done(conditions),
-                timeout=timeout,
-                interval=WAIT_POLL,
-                clock=self.clock,
-            )
-        except PollTimeout as exc:
-            raise WaitTimeoutError(name, conditions, timeout or 0.0, detect_state(exc.last)) from None
+        return wait_for_job(
+            lambda: self.get(name, namespace), name, conditions, timeout, interval=WAIT_POLL, clock=self.clock
+        )
 
     # --- logs -----------------------------------------------------------------------------------------
     def logs(

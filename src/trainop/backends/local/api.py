@@ -45,8 +45,6 @@ from trainop.backends.base import (
     JobFeed,
     JobNotFoundError,
     LogLine,
-    WaitTimeoutError,
-    detect_state,
     is_finished,
 )
 from trainop.backends.local import procs
@@ -65,7 +63,7 @@ from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_
 from trainop.backends.local.runner import rfc3339
 from trainop.backends.local.spawn import Spawner, spawn_supervisor_process
 from trainop.backends.local.store import JobRow, ProcessRow, Store
-from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, build_job_done, poll_until
+from trainop.backends.waiting import SYSTEM_CLOCK, Clock, wait_for_job
 
 SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
 EXIT_SUPERVISOR_LOST = 137  # what a replica killed with its supervisor reports (SIGKILL)
@@ -645,16 +643,9 @@ class LocalBackend:
     ) -> TrainingJob:
         """Block until one of ``conditions`` is True, or the job has finished in another way (then the
         finished job is returned and the caller compares). Raises WaitTimeoutError, JobNotFoundError."""
-        try:
-            return poll_until(
-                lambda: self.get(name, namespace),
-                build_job_done(conditions),
-                timeout=timeout,
-                interval=POLL,
-                clock=self.clock,
-            )
-        except PollTimeout as exc:
-            raise WaitTimeoutError(name, conditions, timeout or 0.0, detect_state(exc.last)) from None
+        return wait_for_job(
+            lambda: self.get(name, namespace), name, conditions, timeout, interval=POLL, clock=self.clock
+        )
 
     def logs(
         self,
