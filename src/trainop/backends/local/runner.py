@@ -7,6 +7,12 @@ Never leaves the container terminated; the pod phase is computed with the kubele
 a pod sends SIGTERM to its sessions and SIGKILL after the grace period. A replica cannot outlive its
 supervisor unnoticed (see ``_spawn``). The runner never decides anything about the job: it only runs
 pods and reports them (Kubernetes Pod JSON) for the core.
+
+Seams: everything the runner asks of the operating system (start a process, wait for exits, signal a
+session, a process's identity) goes through a ``ProcessHost`` (``OsProcessHost``: Popen, waitpid,
+killpg and /proc), and time through ``clock`` (only ``abandon``'s bounded wait reads the monotonic
+clock); both are constructor arguments, so the restart, back-off and deletion rules are unit-tested
+with a fake host and clock (tests/unit/backends/test_local_runner.py).
 """
 
 from __future__ import annotations
@@ -18,11 +24,11 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, BinaryIO, Protocol
 
 from trainop.api.constants import ENV_TRAINOP_JOB_UID
 from trainop.backends.local import procs
@@ -49,12 +55,106 @@ def rfc3339(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class ProcessHandle(Protocol):
+    """A started container process as the runner holds it (``subprocess.Popen`` is one)."""
+
+    pid: int
+    returncode: int | None  # set by the runner once it reaped the process
+
+
+class ProcessHost(Protocol):
+    """What the runner asks of the operating system. It decides nothing: which process to start or
+    signal, and what an exit means for the pod, are the runner's."""
+
+    def spawn(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], log: BinaryIO) -> ProcessHandle:
+        """Start ``argv`` as the leader of a new session, stdout and stderr to ``log``. Raises
+        OSError (FileNotFoundError naming ``argv[0]`` or ``cwd``), ValueError or SubprocessError
+        when it cannot start."""
+        ...
+
+    def start_ticks(self, pid: int) -> int | None:
+        """When ``pid`` started (clock ticks since boot): with the pid, the process's identity."""
+        ...
+
+    def wait_any(self) -> tuple[int, int] | None:
+        """One exited child, reaped: (pid, exit code; -n when killed by signal n), or None when no
+        child has exited."""
+        ...
+
+    def signal_session(self, sid: int, leader_ticks: int | None, sig: int) -> None:
+        """Send ``sig`` to every process of session ``sid`` (nothing when its leader is alive but
+        started at another time than ``leader_ticks``: the id was reused)."""
+        ...
+
+    def kill_leftovers(self, sid: int, leader_ticks: int | None) -> int:
+        """SIGKILL whatever still lives in the session of ``sid``, whose leader has exited; returns
+        how many were found (0 too when the pid now names a later process)."""
+        ...
+
+    def kill_marked(self, name: str, value: str) -> int:
+        """SIGKILL every process whose environment has ``name=value``, and its session when it is
+        the job's; returns how many were marked."""
+        ...
+
+
+class OsProcessHost:
+    """The real host: ``subprocess.Popen``, ``os.waitpid``, ``os.killpg``/``os.kill`` and /proc
+    (backends/local/procs.py)."""
+
+    def spawn(
+        self, argv: Sequence[str], cwd: str, env: Mapping[str, str], log: BinaryIO
+    ) -> subprocess.Popen[bytes]:
+        """The process is bound to the supervisor's life before it runs any code of its own
+        (procs.build_die_with_parent: PR_SET_PDEATHSIG, and if the supervisor died before that took
+        effect, it kills itself before exec); see ``PodRunner._spawn``."""
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own session and process group: killed as a whole
+            close_fds=True,
+            preexec_fn=procs.build_die_with_parent(),  # the supervisor has one thread: fork is safe
+        )
+
+    def start_ticks(self, pid: int) -> int | None:
+        return procs.start_ticks(pid)
+
+    def wait_any(self) -> tuple[int, int] | None:
+        # Any child: our replicas, and orphans re-parented to us as subreaper.
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if pid == 0:
+            return None
+        return pid, os.waitstatus_to_exitcode(status)
+
+    def signal_session(self, sid: int, leader_ticks: int | None, sig: int) -> None:
+        procs.signal_session(sid, leader_ticks, sig)
+
+    def kill_leftovers(self, sid: int, leader_ticks: int | None) -> int:
+        leader = procs.read_stat(sid)
+        if leader is not None and leader_ticks is not None and leader.start_ticks != leader_ticks:
+            return 0  # the number was reused by a process that started later: not ours
+        leftovers = procs.session_members(sid)
+        for pid in leftovers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        return len(leftovers)
+
+    def kill_marked(self, name: str, value: str) -> int:
+        return procs.kill_marked(name, value)
+
+
 @dataclass(slots=True)
 class ContainerRun:
     spec: ProcessSpec
     image: str
     restart_count: int = 0
-    proc: subprocess.Popen[bytes] | None = None
+    proc: ProcessHandle | None = None
     pid: int | None = None
     ticks: int | None = None
     attempt: int = -1
@@ -114,7 +214,8 @@ class JobIdentity:
 
 class PodRunner:
     """All pods of one job, driven by the supervisor: ``add``/``delete`` from the core's actions,
-    ``reap`` on SIGCHLD and ``tick`` on timers; ``pod_dicts`` is what the core observes."""
+    ``reap`` on SIGCHLD and ``tick`` on timers; ``pod_dicts`` is what the core observes. Processes
+    go through ``host`` and time comes from ``clock`` (the real ones by default)."""
 
     def __init__(
         self,
@@ -128,6 +229,7 @@ class PodRunner:
         template_init_count: Callable[[dict[str, Any]], int] = lambda pod: 0,
         main_container: str | None = None,
         clock: Callable[[], float] = time.time,
+        host: ProcessHost | None = None,
     ) -> None:
         self.store = store
         self.paths = paths
@@ -138,6 +240,7 @@ class PodRunner:
         self.template_init_count = template_init_count
         self.main_container = main_container
         self.clock = clock
+        self.host: ProcessHost = host if host is not None else OsProcessHost()
         self.pods: dict[str, PodRun] = {}
         self.by_pid: dict[int, tuple[PodRun, ContainerRun]] = {}
         self.events: list[tuple[str, str, str]] = []  # (type, reason, message) for the job
@@ -187,7 +290,7 @@ class PodRunner:
         for c in pod.all_runs():
             c.next_start = None
             if c.running and c.pid is not None:
-                procs.signal_session(c.pid, c.ticks, signal.SIGTERM if pod.grace > 0 else signal.SIGKILL)
+                self.host.signal_session(c.pid, c.ticks, signal.SIGTERM if pod.grace > 0 else signal.SIGKILL)
         self.changed = True
 
     def delete_all(self, grace: float | None = None) -> None:
@@ -207,17 +310,11 @@ class PodRunner:
     # ---- process events ----
     def reap(self) -> None:
         """Collect every exited child (our replicas, and orphans re-parented to us as subreaper)."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        while (exited := self.host.wait_any()) is not None:
+            pid, code = exited
             entry = self.by_pid.pop(pid, None)
             if entry is None:
                 continue
-            code = os.waitstatus_to_exitcode(status)
             if code < 0:
                 code = 128 - code  # killed by signal n → 128 + n, as container runtimes report it
             pod, c = entry
@@ -229,7 +326,7 @@ class PodRunner:
         now = self.clock()
         # A container ends with its main process: whatever it left behind in its session goes too.
         if c.pid is not None:
-            procs.signal_session(c.pid, None, signal.SIGKILL)
+            self.host.signal_session(c.pid, None, signal.SIGKILL)
         term = {
             "exitCode": code,
             "reason": "Completed" if code == 0 else "Error",
@@ -471,17 +568,16 @@ class PodRunner:
                 self._start_failed(pod, c, now, str(log_path), msg)
                 return
         c.proc, c.pid, c.running = proc, proc.pid, True
-        c.ticks = procs.start_ticks(proc.pid)
+        c.ticks = self.host.start_ticks(proc.pid)
         self.by_pid[proc.pid] = (pod, c)
         self._save(partial(self.store.add_process, self._row(pod, c, proc.pid, c.ticks, now, str(log_path))))
 
-    def _spawn(self, spec: ProcessSpec, log: Any) -> subprocess.Popen[bytes]:
+    def _spawn(self, spec: ProcessSpec, log: BinaryIO) -> ProcessHandle:
         """Start one container's process, which can never outlive the supervisor unnoticed: from fork
         until its pid is in the store, a SIGKILL of the supervisor would leave it unknown to the
         recovery rule and to ``trainop delete``. So, before it can run any code of its own:
 
-        - it is bound to the supervisor's life (procs.build_die_with_parent: PR_SET_PDEATHSIG, and if
-          the supervisor died before that took effect, it kills itself before exec);
+        - it is bound to the supervisor's life (the host's part: ``OsProcessHost.spawn``);
         - its environment carries ``TRAINOP_JOB_UID`` (it has it from exec on), which everything it
           forks inherits along with its session: the recovery rule and a delete without supervisor kill
           the sessions of every process so marked (procs.kill_marked), recorded or not.
@@ -489,17 +585,7 @@ class PodRunner:
         What escapes both is a descendant that left the replica's session and process group *and*
         cleared its environment; without cgroups nothing finds it.
         """
-        return subprocess.Popen(
-            list(spec.argv),
-            cwd=spec.cwd,
-            env={**spec.env, ENV_TRAINOP_JOB_UID: self.job.uid},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own session and process group: killed as a whole
-            close_fds=True,
-            preexec_fn=procs.build_die_with_parent(),  # the supervisor has one thread: fork is safe
-        )
+        return self.host.spawn(spec.argv, spec.cwd, {**spec.env, ENV_TRAINOP_JOB_UID: self.job.uid}, log)
 
     def _start_failed(self, pod: PodRun, c: ContainerRun, now: float, log_path: str, msg: str) -> None:
         """A container that could not start: terminated with containerd's StartError (128) and the
@@ -567,17 +653,16 @@ class PodRunner:
         if live and pod.kill_at is not None and now >= pod.kill_at:
             for c in live:
                 if c.pid is not None:
-                    procs.signal_session(c.pid, c.ticks, signal.SIGKILL)
+                    self.host.signal_session(c.pid, c.ticks, signal.SIGKILL)
             pod.kill_at = now + 1.0  # keep insisting until the kernel reports them gone
         if live:
             return
         # The containers' main processes are gone; so must be anything left in their sessions (they
         # were sent SIGKILL when their leader exited) before the pod counts as deleted.
-        leftovers = [pid for c in pod.all_runs() for pid in _session_leftovers(c)]
+        leftovers = sum(
+            [self.host.kill_leftovers(c.pid, c.ticks) for c in pod.all_runs() if c.pid is not None]
+        )
         if leftovers:
-            for pid in leftovers:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
             pod.kill_at = now + 0.05  # look again shortly
             return
         self._finalize(pod)
@@ -607,8 +692,8 @@ class PodRunner:
         while True:
             for _, c in list(self.by_pid.values()):
                 if c.pid is not None:
-                    procs.signal_session(c.pid, c.ticks, signal.SIGKILL)
-            marked = procs.kill_marked(ENV_TRAINOP_JOB_UID, self.job.uid)
+                    self.host.signal_session(c.pid, c.ticks, signal.SIGKILL)
+            marked = self.host.kill_marked(ENV_TRAINOP_JOB_UID, self.job.uid)
             self.reap()
             if (not self.by_pid and not marked) or time.monotonic() >= deadline:
                 return
@@ -799,17 +884,6 @@ def _start_error_message(spec: ProcessSpec, exc: BaseException) -> str:
             f"failed to start container {spec.container!r}: working directory {spec.cwd!r} is not a directory"
         )
     return f"failed to start container {spec.container!r}: {exc}"
-
-
-def _session_leftovers(c: ContainerRun) -> list[int]:
-    """Live processes still in the session of ``c``'s last process (which has exited). Nothing when
-    that pid now names another process that started later (the number was reused)."""
-    if c.pid is None:
-        return []
-    leader = procs.read_stat(c.pid)
-    if leader is not None and c.ticks is not None and leader.start_ticks != c.ticks:
-        return []
-    return procs.session_members(c.pid)
 
 
 def _due(c: ContainerRun, now: float) -> bool:
