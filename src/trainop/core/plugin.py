@@ -4,9 +4,10 @@ Re-exported by ``trainop.frameworks.base``.
 
 ``FrameworkPlugin`` is what core calls on every kind (names, labels, the pod, the §4.4 status rule);
 what only some kinds do is a small capability Protocol (extra objects, a launcher, the local
-backend's env) asked with ``isinstance``, so core and the backends never test a kind's name. A kind's
-admission rules and defaults are its spec model's hooks (``trainop.api.common.JobSpec``); the static
-facts, quirks included, its ``KindInfo`` row. Pure: no I/O, no clock.
+backend's env and rsh agent) asked with ``isinstance``, so core and the backends never test a kind's
+name. A kind's admission rules and defaults are its spec model's hooks
+(``trainop.api.common.JobSpec``); the static facts, quirks included, its ``KindInfo`` row. Pure: no
+I/O, no clock.
 """
 
 from __future__ import annotations
@@ -155,12 +156,36 @@ class LocalEnv(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ExecAgent:
+    """A kind's rsh agent, as ``RemoteExec`` declares it: the ConfigMap ``key`` (its file name in the
+    volume) that holds it, and which of a job's pods it may reach, as suffixes of ``<job>``: exact
+    names (``"-launcher"``) and prefixes a replica index follows (``"-worker-"``). ``reachable`` is
+    what a refusal calls them ("its launcher and workers")."""
+
+    key: str
+    names: tuple[str, ...]
+    indexed: tuple[str, ...]
+    reachable: str
+
+
+@runtime_checkable
+class RemoteExec(Protocol):
+    """The kind's pods start commands in one another through an rsh agent kept in a ConfigMap the kind
+    owns (MPI's ``kubexec.sh``, which runs ``kubectl exec``, §3.9). One machine has no kubectl exec:
+    the local backend writes its own agent under that key, one that runs the command in a replica's
+    context and reaches only the pods ``exec_agent`` names. Never used on Kubernetes."""
+
+    exec_agent: ExecAgent
+
+
+@dataclass(frozen=True, slots=True)
 class Capabilities:
     """The optional capabilities one plugin has (None: it has not), resolved once per plugin."""
 
     extra_objects: ExtraObjects | None
     launcher: Launcher | None
     local_env: LocalEnv | None
+    remote_exec: RemoteExec | None
 
 
 # id(plugin) → (plugin, its capabilities); the plugin is held so its id is never reused.
@@ -177,6 +202,7 @@ def capabilities(plugin: FrameworkPlugin) -> Capabilities:
         extra_objects=plugin if isinstance(plugin, ExtraObjects) else None,
         launcher=plugin if isinstance(plugin, Launcher) else None,
         local_env=plugin if isinstance(plugin, LocalEnv) else None,
+        remote_exec=plugin if isinstance(plugin, RemoteExec) else None,
     )
     _CAPABILITIES[id(plugin)] = (plugin, caps)
     return caps

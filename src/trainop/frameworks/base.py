@@ -2,17 +2,29 @@
 
 The Protocols live in core because core calls them and layers import downward only (design.md);
 plugins import them from here. ``FrameworkPlugin`` is what every kind implements; ``ExtraObjects``,
-``Launcher`` and ``LocalEnv`` are the optional capabilities a plugin has by having their members.
+``Launcher``, ``LocalEnv`` and ``RemoteExec`` (with its ``ExecAgent``) are the optional capabilities a
+plugin has by having their members.
 Pure; no I/O.
 """
 
 from trainop.core.plugin import (
     ConditionUpdate,
+    ExecAgent,
     ExtraObjects,
     FrameworkPlugin,
     Launcher,
     LocalEnv,
+    RemoteExec,
     ReplicaCounts,
 )
 
-__all__ = ["ConditionUpdate", "ExtraObjects", "FrameworkPlugin", "Launcher", "LocalEnv", "ReplicaCounts"]
+__all__ = [
+    "ConditionUpdate",
+    "ExecAgent",
+    "ExtraObjects",
+    "FrameworkPlugin",
+    "Launcher",
+    "LocalEnv",
+    "RemoteExec",
+    "ReplicaCounts",
+]

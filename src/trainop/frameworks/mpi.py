@@ -34,7 +34,7 @@ from trainop.api.kinds import MPIJobSpec
 from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
 from trainop.core.topology import Topology, replica_name
-from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
+from trainop.frameworks.base import ConditionUpdate, ExecAgent, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
@@ -227,7 +227,8 @@ def _phase(pod: Mapping[str, Any] | None) -> str:
 
 class MPIPlugin(BasePlugin):
     """Capabilities: ``Launcher`` (no Services, its own pod logic and create events), ``ExtraObjects``
-    (RBAC and the ConfigMap, selected by their ``app`` label) and ``LocalEnv`` (Open MPI on loopback)."""
+    (RBAC and the ConfigMap, selected by their ``app`` label), ``LocalEnv`` (Open MPI on loopback, a
+    TMPDIR per replica) and ``RemoteExec`` (kubexec.sh is the rsh agent the local backend replaces)."""
 
     kind: ClassVar[str] = "MPIJob"
     owned_kinds: tuple[str, ...] = ("ConfigMap", "ServiceAccount", "Role", "RoleBinding")
@@ -238,6 +239,15 @@ class MPIPlugin(BasePlugin):
             KUBECTL_DELIVERY_NAME: "the local backend's rsh agent replaces kubectl exec, so kubectl is "
             "not needed"
         }
+    )
+
+    # §3.9: mpirun reaches the workers through kubexec.sh, and a GPU launcher too (it is in the
+    # hostfile); like the Role's exec rule, no other pod (names: launcher_name, worker_name).
+    exec_agent: ExecAgent = ExecAgent(
+        key=KUBEXEC_SCRIPT,
+        names=(LAUNCHER_SUFFIX,),
+        indexed=(f"-{WORKER.lower()}-",),
+        reachable="its launcher and workers",
     )
 
     def __init__(self, kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE) -> None:

@@ -12,10 +12,10 @@ from trainop.backends.local.render import (
     LocalContext,
     PodProcesses,
     ProcessSpec,
+    build_agent_files,
     build_configmap_files,
     build_container_env,
     build_loopback_env,
-    build_mpi_tmpdir,
     build_pod_processes,
     build_rdzv_host_conf,
     build_rendered_pod,
@@ -26,6 +26,9 @@ from trainop.backends.local.render import (
     rewrite_mount_paths,
 )
 from trainop.backends.local.runner import ContainerRun, PodRun, compute_phase
+from trainop.core.plugin import capabilities
+from trainop.frameworks.mpi import build_mpi_tmpdir
+from trainop.frameworks.registry import REGISTRY
 
 # What every container gets on the local backend unless it sets them (build_loopback_env).
 LOOPBACK = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo", "TP_SOCKET_IFNAME": "lo"}
@@ -339,8 +342,18 @@ def test_configmap_volume_files_honour_items_and_modes_and_swap_the_rsh_agent() 
             {"key": "hostfile", "path": "hostfile"},
         ],
     }
-    got = build_configmap_files(cm, source, "AGENT")
+    got = build_configmap_files(cm, source, {"kubexec.sh": "AGENT", "absent.sh": "never shown"})
     assert got == {"kubexec.sh": (b"AGENT", 0o555), "hostfile": (b"w-0 slots=1\n", 0o644)}
+
+
+def test_only_a_kind_with_an_rsh_agent_gets_the_local_one() -> None:
+    got = {kind: build_agent_files(kind, "/state/jobs/ns/j/exec", "j") for kind in REGISTRY.kinds()}
+    mpi = capabilities(REGISTRY.get("MPIJob")).remote_exec
+    assert mpi is not None
+    want = {kind: {} for kind in REGISTRY.kinds()} | {
+        "MPIJob": {"kubexec.sh": build_rsh_agent("/state/jobs/ns/j/exec", "MPIJob", mpi.exec_agent, "j")}
+    }
+    assert got == want
 
 
 def test_pod_processes() -> None:
@@ -455,9 +468,36 @@ def test_detect_pod_errors(
     assert detect_pod_errors(rendered, template, PATH, configmaps=["j-config"]) == want
 
 
-def test_rsh_agent_names_the_replica_it_cannot_find() -> None:
-    script = build_rsh_agent("/state/exec")
-    assert 'ctx=/state/exec/"$pod".sh' in script and 'exec /bin/sh "$ctx" /bin/sh -c "$*"' in script
+# The MPI agent, byte for byte as the local backend wrote it before MPI's names moved to its plugin.
+MPI_AGENT = r"""#!/bin/sh
+# trainop local backend: runs a command in a replica's context (replaces kubectl exec).
+pod="$1"; shift
+job=mine
+refuse() {
+  echo "trainop rsh agent: refusing \"$pod\": $1" >&2
+  exit 255
+}
+case "$pod" in
+  "$job-launcher") ;;
+  "$job-worker-"*)
+    case "${pod#"$job-worker-"}" in
+      ""|*[!0-9]*) refuse "not a replica of MPIJob $job (only its launcher and workers)" ;;
+    esac ;;
+  *) refuse "not a replica of MPIJob $job (only its launcher and workers)" ;;
+esac
+ctx='/state/x y/jobs/default/mine/exec'/"$pod".sh
+if [ ! -f "$ctx" ]; then
+  echo "trainop rsh agent: replica $pod of this job is not running on this machine" >&2
+  exit 255
+fi
+exec /bin/sh "$ctx" /bin/sh -c "$*"
+"""
+
+
+def test_mpi_rsh_agent_script() -> None:
+    mpi = capabilities(REGISTRY.get("MPIJob")).remote_exec
+    assert mpi is not None
+    assert build_rsh_agent("/state/x y/jobs/default/mine/exec/", "MPIJob", mpi.exec_agent) == MPI_AGENT
 
 
 def run(state: str, exit_code: int | None = None, last: int | None = None) -> ContainerRun:

@@ -21,6 +21,8 @@ from trainop.backends.local.paths import (
     remove_job_files,
 )
 from trainop.backends.local.render import build_configmap_files, build_rsh_agent, detect_pod_errors
+from trainop.core.plugin import ExecAgent, capabilities
+from trainop.frameworks.registry import REGISTRY
 
 Build = Callable[[StatePaths], Path]
 
@@ -187,7 +189,7 @@ def test_a_shared_sticky_directory_is_not_taken_over(tmp_path: Path) -> None:
 def test_configmap_items_cannot_write_outside_the_volume(path: str) -> None:
     cm = {"data": {"hostfile": "w-0 slots=1\n"}}
     source = {"name": "cfg", "items": [{"key": "hostfile", "path": path}, {"key": "hostfile", "path": "ok"}]}
-    assert build_configmap_files(cm, source, "AGENT") == {"ok": (b"w-0 slots=1\n", 0o644)}
+    assert build_configmap_files(cm, source) == {"ok": (b"w-0 slots=1\n", 0o644)}
 
 
 LABEL_MSG = (
@@ -264,17 +266,29 @@ def test_names_that_become_paths_are_checked_at_submit(
     assert detect_pod_errors(pod, {"spec": spec}, "spec.x[W]", configmaps=["j-config"]) == want
 
 
-def _agent_tree(tmp_path: Path) -> tuple[Path, Path]:
-    """Two jobs' exec dirs, as StatePaths lays them out; each context script records what it ran."""
+def _mpi_agent() -> ExecAgent:
+    remote = capabilities(REGISTRY.get("MPIJob")).remote_exec
+    assert remote is not None
+    return remote.exec_agent
+
+
+def _agent_tree(
+    tmp_path: Path,
+    pods: tuple[str, ...] = ("worker-0", "launcher"),
+    kind: str = "MPIJob",
+    spec: ExecAgent | None = None,
+) -> tuple[Path, Path]:
+    """Two jobs' exec dirs, as StatePaths lays them out, with a context for each of ``pods`` (after
+    ``<job>-``); each context script records what it ran. The agent is ``spec``'s (MPI's by default)."""
     jobs = tmp_path / "home" / "jobs" / "default"
     for job in ("mine", "other"):
         exec_dir = jobs / job / "exec"
         exec_dir.mkdir(parents=True)
-        for pod in (f"{job}-worker-0", f"{job}-launcher"):
+        for pod in (f"{job}-{p}" for p in pods):
             ctx = exec_dir / f"{pod}.sh"
             ctx.write_text(f'#!/bin/sh\necho "{job}:{pod} ran: $*" >> {tmp_path}/ran\n')
     agent = tmp_path / "kubexec.sh"
-    agent.write_text(build_rsh_agent(str(jobs / "mine" / "exec")))
+    agent.write_text(build_rsh_agent(str(jobs / "mine" / "exec"), kind, spec or _mpi_agent()))
     agent.chmod(0o755)
     return agent, tmp_path / "ran"
 
@@ -301,3 +315,28 @@ def test_rsh_agent_reaches_only_running_replicas_of_its_own_job(
     assert (res.returncode, got_ran) == (want_rc, want_ran), res.stderr
     if want_rc:
         assert "trainop rsh agent:" in res.stderr
+
+
+# A seventh kind's agent: other names, and a refusal whose prose the shell must print literally.
+LIGHT = ExecAgent(key="rsh", names=("-head",), indexed=("-node-",), reachable='its "head" and $NODES')
+
+
+@pytest.mark.parametrize(
+    ("pod", "want_rc", "want_ran"),
+    [
+        pytest.param("mine-head", 0, "mine:mine-head ran: /bin/sh -c true", id="its head"),
+        pytest.param("mine-node-0", 0, "mine:mine-node-0 ran: /bin/sh -c true", id="its node"),
+        pytest.param("mine-launcher", 255, "", id="a name only MPI's agent reaches"),
+        pytest.param("other-node-0", 255, "", id="another job's node"),
+        pytest.param("mine-node-", 255, "", id="no replica index"),
+    ],
+)
+def test_rsh_agent_reaches_what_the_kind_declares(
+    tmp_path: Path, pod: str, want_rc: int, want_ran: str
+) -> None:
+    agent, ran = _agent_tree(tmp_path, ("head", "node-0", "launcher"), "LightJob", LIGHT)
+    res = subprocess.run([str(agent), pod, "true"], capture_output=True, text=True, timeout=30)
+    got_ran = ran.read_text().strip() if ran.exists() else ""
+    assert (res.returncode, got_ran) == (want_rc, want_ran), res.stderr
+    if want_rc:
+        assert 'not a replica of LightJob mine (only its "head" and $NODES)' in res.stderr

@@ -31,7 +31,7 @@ def test_registry_kinds_and_capabilities() -> None:
         "PyTorchJob": (KIND_INFO["PyTorchJob"], {"ExtraObjects", "LocalEnv"}),
         "TFJob": (KIND_INFO["TFJob"], set()),
         "XGBoostJob": (KIND_INFO["XGBoostJob"], set()),
-        "MPIJob": (KIND_INFO["MPIJob"], {"ExtraObjects", "Launcher", "LocalEnv"}),
+        "MPIJob": (KIND_INFO["MPIJob"], {"ExtraObjects", "Launcher", "LocalEnv", "RemoteExec"}),
         "PaddleJob": (KIND_INFO["PaddleJob"], {"LocalEnv"}),
         "JAXJob": (KIND_INFO["JAXJob"], {"LocalEnv"}),
     }
@@ -44,6 +44,7 @@ def _capability_names(plugin: FrameworkPlugin) -> set[str]:
         "ExtraObjects": caps.extra_objects,
         "Launcher": caps.launcher,
         "LocalEnv": caps.local_env,
+        "RemoteExec": caps.remote_exec,
     }
     return {name for name, value in present.items() if value is not None}
 

@@ -5,8 +5,10 @@ kubelet's rules (later duplicates win, ``$(VAR)`` expansion, fieldRef/resourceFi
 mount paths rewritten to host directories, and GPUs through CUDA_VISIBLE_DEVICES.
 ``build_local_env`` adds the env defaults that keep the traffic of every framework on loopback, and
 what the kind's plugin adds on one machine (its ``LocalEnv`` capability).
-``detect_pod_errors`` says, with a field path, what the local backend cannot run. No I/O here: the
-caller passes the host environment, hostname and directories in a ``LocalContext``.
+``build_rsh_agent`` is the script that stands in for a kind's remote-exec agent (its ``RemoteExec``
+capability names the ConfigMap key and the pods it reaches). ``detect_pod_errors`` says, with a field
+path, what the local backend cannot run. No I/O here: the caller passes the host environment,
+hostname and directories in a ``LocalContext``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
 from typing import Any
 
 from trainop.api.constants import (
@@ -31,16 +34,12 @@ from trainop.api.constants import (
 )
 from trainop.api.errors import FieldError, invalid, not_supported, required
 from trainop.api.names import validate_dns1123_label
-from trainop.core.plugin import LocalEnv, capabilities
-from trainop.frameworks.mpi import build_mpi_tmpdir  # noqa: F401  (re-exported: tests/unit/backends)
+from trainop.core.plugin import ExecAgent, LocalEnv, capabilities
 from trainop.frameworks.pytorch import build_rdzv_host_conf as pytorch_rdzv_host_conf
 from trainop.frameworks.registry import REGISTRY
 
 POD_IP = "127.0.0.1"
 DEFAULT_GRACE_SECONDS = 30.0  # pod.spec.terminationGracePeriodSeconds default
-
-# The MPI ConfigMap key that holds the rsh agent (§3.9); locally it becomes build_rsh_agent's script.
-RSH_AGENT_KEY = "kubexec.sh"
 SUPPORTED_VOLUMES = ("emptyDir", "configMap", "hostPath")
 _FIELD_REFS = (
     "metadata.name",
@@ -391,17 +390,21 @@ def rewrite_mount_paths(text: str, table: Sequence[tuple[str, str]]) -> str:
 
 
 def build_configmap_files(
-    configmap: Mapping[str, Any], source: Mapping[str, Any], rsh_agent: str
+    configmap: Mapping[str, Any],
+    source: Mapping[str, Any],
+    replaced: Mapping[str, str] = MappingProxyType({}),
 ) -> dict[str, tuple[bytes, int]]:
     """The files a configMap volume shows (relative path → (content, mode)), honouring ``items``,
-    ``defaultMode`` and item modes; the MPI rsh agent key gets the local agent instead."""
+    ``defaultMode`` and item modes. A key of ``replaced`` the ConfigMap has shows the local content
+    instead (the kind's rsh agent: ``build_agent_files``)."""
     default_mode = source.get("defaultMode")
     mode0 = int(default_mode) if isinstance(default_mode, int) else 0o644
     data: dict[str, bytes] = {k: str(v).encode() for k, v in (configmap.get("data") or {}).items()}
     for k, v in (configmap.get("binaryData") or {}).items():
         data[k] = base64.b64decode(str(v))
-    if RSH_AGENT_KEY in data:
-        data[RSH_AGENT_KEY] = rsh_agent.encode()
+    for k, v in replaced.items():
+        if k in data:
+            data[k] = v.encode()
     items = source.get("items")
     if not isinstance(items, list) or not items:
         return {k: (v, mode0) for k, v in data.items()}
@@ -434,20 +437,35 @@ def detect_volume_path_errors(rel: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The MPI rsh agent: stands in for `kubectl exec <pod> -- /bin/sh -c "<cmd>"` (kubexec.sh, §3.9).
+# The rsh agent: stands in for `kubectl exec <pod> -- /bin/sh -c "<cmd>"` (MPI's kubexec.sh, §3.9).
 
 
-def build_rsh_agent(exec_dir: str, job: str | None = None) -> str:
-    """The script OpenMPI calls as ``<agent> <job>-worker-<i> <cmd…>``: it runs the command with that
-    replica's environment and working directory, from the context file the runner writes for it.
+def _dq(text: str) -> str:
+    """``text`` as the inside of a double-quoted shell word (a literal, even in a case pattern)."""
+    return re.sub(r'([\\"$`])', r"\\\1", text)
 
-    Like upstream's RBAC (exec only into this job's workers, §3.9), it reaches only this job's
-    replicas (``<job>-worker-<n>``, ``<job>-launcher``) and only while their context exists; any other
-    name (another job's pod, ``../``) is refused before a path is built. ``job`` defaults to the
-    exec directory's parent's name (StatePaths.exec_dir: ``jobs/<ns>/<job>/exec``)."""
+
+def build_rsh_agent(exec_dir: str, kind: str, agent: ExecAgent, job: str | None = None) -> str:
+    """The script a ``kind`` job's launcher calls as ``<agent> <pod> <cmd…>`` (Open MPI's rsh agent):
+    it runs the command with that replica's environment and working directory, from the context file
+    the runner writes for it (``build_exec_context``).
+
+    Like upstream's RBAC (exec only into this job's workers, §3.9), it reaches only the pods of this
+    job that ``agent`` names (``<job>-launcher``, ``<job>-worker-<n>``) and only while their context
+    exists; any other name (another job's pod, ``../``) is refused before a path is built. ``job``
+    defaults to the exec directory's parent's name (StatePaths.exec_dir: ``jobs/<ns>/<job>/exec``)."""
     d = exec_dir.rstrip("/")
     name = job if job is not None else d.rsplit("/", 2)[-2] if d.count("/") >= 1 else ""
     q = shlex.quote
+    refuse = f'refuse "not a replica of {_dq(kind)} $job (only {_dq(agent.reachable)})"'
+    cases = [f'  "$job{_dq(suffix)}") ;;\n' for suffix in agent.names]
+    for prefix in agent.indexed:
+        cases += [
+            f'  "$job{_dq(prefix)}"*)\n',
+            f'    case "${{pod#"$job{_dq(prefix)}"}}" in\n',
+            f'      ""|*[!0-9]*) {refuse} ;;\n',
+            "    esac ;;\n",
+        ]
     return (
         "#!/bin/sh\n"
         "# trainop local backend: runs a command in a replica's context (replaces kubectl exec).\n"
@@ -458,12 +476,8 @@ def build_rsh_agent(exec_dir: str, job: str | None = None) -> str:
         "  exit 255\n"
         "}\n"
         'case "$pod" in\n'
-        '  "$job-launcher") ;;\n'
-        '  "$job-worker-"*)\n'
-        '    case "${pod#"$job-worker-"}" in\n'
-        '      ""|*[!0-9]*) refuse "not a replica of MPIJob $job (only its launcher and workers)" ;;\n'
-        "    esac ;;\n"
-        '  *) refuse "not a replica of MPIJob $job (only its launcher and workers)" ;;\n'
+        f"{''.join(cases)}"
+        f"  *) {refuse} ;;\n"
         "esac\n"
         f'ctx={q(d)}/"$pod".sh\n'
         'if [ ! -f "$ctx" ]; then\n'
@@ -472,6 +486,16 @@ def build_rsh_agent(exec_dir: str, job: str | None = None) -> str:
         "fi\n"
         'exec /bin/sh "$ctx" /bin/sh -c "$*"\n'
     )
+
+
+def build_agent_files(kind: str, exec_dir: str, job: str) -> dict[str, str]:
+    """The ConfigMap keys whose content a ``kind`` job sees replaced on this machine: its rsh agent's
+    (``RemoteExec``) becomes ``build_rsh_agent``'s script for the exec contexts in ``exec_dir``;
+    nothing for a kind without one."""
+    remote = capabilities(REGISTRY.get(kind)).remote_exec if kind in REGISTRY else None
+    if remote is None:
+        return {}
+    return {remote.exec_agent.key: build_rsh_agent(exec_dir, kind, remote.exec_agent, job)}
 
 
 def build_exec_context(spec: ProcessSpec) -> str:

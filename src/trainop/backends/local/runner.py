@@ -38,11 +38,11 @@ from trainop.backends.local.render import (
     LocalContext,
     PodProcesses,
     ProcessSpec,
+    build_agent_files,
     build_configmap_files,
     build_exec_context,
     build_gpu_wants,
     build_pod_processes,
-    build_rsh_agent,
 )
 from trainop.backends.local.store import ProcessRow, Store
 
@@ -493,7 +493,8 @@ class PodRunner:
         target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, str(vol.get("name", "")))
         target.mkdir(parents=True, exist_ok=True)
         exec_dir = self.paths.exec_dir(self.job.namespace, self.job.name)
-        files = build_configmap_files(cm, vol["configMap"], build_rsh_agent(str(exec_dir), self.job.name))
+        agents = build_agent_files(self.context.kind, str(exec_dir), self.job.name)
+        files = build_configmap_files(cm, vol["configMap"], agents)
         for rel, (content, mode) in files.items():
             path = target / rel
             path.parent.mkdir(parents=True, exist_ok=True)
