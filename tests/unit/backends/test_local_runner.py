@@ -517,3 +517,59 @@ def test_abandon_kills_everything_and_restarts_nothing(rig: Rig) -> None:
     rig.runner.tick()  # the pod was being deleted: it completes, nothing is restarted
     assert rig.runner.pods == {}
     assert len(rig.host.started) == 1
+
+
+# ---- the scheduling gate -------------------------------------------------------------------------
+
+
+@dataclass
+class FakeGate:
+    """A job-level admission (SchedulingGate): refuses with ``answer`` while it is set, and records
+    what the runner asked."""
+
+    answer: str | None
+    asked: list[str] = field(default_factory=list)
+
+    def begin_tick(self) -> None:
+        self.asked.append("begin")
+
+    def refusal(self, pod: Mapping[str, Any]) -> str | None:
+        self.asked.append(str(pod["metadata"]["name"]))
+        return self.answer
+
+
+def scheduled(rig: Rig, pod: str) -> dict[str, Any]:
+    [cond] = [c for c in rig.status(pod)["conditions"] if c["type"] == "PodScheduled"]
+    return {k: cond.get(k) for k in ("status", "reason", "message")}
+
+
+def test_a_gate_keeps_pods_pending_until_it_admits_them(rig: Rig) -> None:
+    gate = FakeGate("0/1 nodes are available: the gang waits")
+    rig.runner.gate = gate
+    rig.start(pytorch_job("a").master(1).workers(1).command(["train"]))
+    rig.runner.tick()  # the same refusal again: no second event
+    refused = {"status": "False", "reason": "Unschedulable", "message": gate.answer}
+    got = {
+        "asked": gate.asked,
+        "events": rig.runner.events,
+        "started": len(rig.host.started),
+        "master": scheduled(rig, POD),
+        "worker": scheduled(rig, "a-worker-0"),
+    }
+    want = {
+        "asked": ["begin", POD, "a-worker-0"] * 2,
+        "events": [("Warning", "FailedScheduling", gate.answer)] * 2,
+        "started": 0,
+        "master": refused,
+        "worker": refused,
+    }
+    assert got == want
+    gate.answer = None
+    rig.runner.tick()
+    admitted = {"status": "True", "reason": None, "message": None}
+    got = {
+        "started": len(rig.host.started),
+        "master": scheduled(rig, POD),
+        "worker": scheduled(rig, "a-worker-0"),
+    }
+    assert got == {"started": 2, "master": admitted, "worker": admitted}

@@ -4,23 +4,25 @@ A job whose gang needs GPUs starts all of its pods together or none: before any 
 scheduled, the store admits the whole gang in one transaction (core/admission.py decides: free GPUs,
 then priority, queue and creation order) and reserves its GPUs; until then every pod of the job stays
 Pending, PodScheduled False (Unschedulable) with a message that says why, as a gang scheduler leaves
-a PodGroup's pods. Jobs whose gang needs no GPU are scheduled pod by pod as before. This module only
-gates the runner's scheduling step; it decides nothing itself.
+a PodGroup's pods. Jobs whose gang needs no GPU are scheduled pod by pod as before. This module is the
+runner's ``SchedulingGate``; it decides nothing itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from trainop.backends.local.render import build_gpu_wants
-from trainop.backends.local.runner import PodRun, PodRunner
+from trainop.backends.local.runner import PodRunner
+from trainop.backends.local.store import Store
 from trainop.core.admission import Admission, GangRequest
 
 REFUSAL_PREFIX = "0/1 nodes are available: insufficient nvidia.com/gpu: "
 NO_GPU_HINT = "nvidia-smi lists no GPU; TRAINOP_GPUS overrides the inventory"
 
 
-def build_pod_refusal(pod: dict[str, Any], inventory: tuple[str, ...], admission: Admission) -> str:
+def build_pod_refusal(pod: Mapping[str, Any], inventory: tuple[str, ...], admission: Admission) -> str:
     """The scheduler's refusal of one pod of a gang that waits: the pod's own need, then the gang's
     reason (``"0/1 nodes are available: insufficient nvidia.com/gpu: pod a-worker-0 needs 1; gang of 2
     pods needs 2 GPUs at once, 0 of 2 are free (held by default/b: 2); ..."``)."""
@@ -32,33 +34,44 @@ def build_pod_refusal(pod: dict[str, Any], inventory: tuple[str, ...], admission
     return f"{REFUSAL_PREFIX}{own}; {admission.message}"
 
 
-class GangPodRunner(PodRunner):
-    """The local kubelet, with a job-level admission in front of its per-pod scheduling: ``gang`` is
-    the job's request (None: its gang needs no GPU, nothing to admit), set by the supervisor from the
-    job whenever it changes. While a pod waits to be scheduled the store is asked, at most once per
-    tick; it answers at once for a job already admitted that still holds GPUs, and queues anew one
-    whose pods have all given theirs back (a whole-job restart, a recovery), so that a gang never
-    restarts partly either."""
+class GangGate:
+    """The job-level admission in front of the runner's per-pod scheduling: ``request`` is the job's
+    gang (None: it needs no GPU, nothing to admit), kept current by the supervisor. While a pod waits
+    to be scheduled the store is asked, at most once per tick; it answers at once for a job already
+    admitted that still holds GPUs, and queues anew one whose pods have all given theirs back (a
+    whole-job restart, a recovery), so that a gang never restarts partly either."""
 
-    gang: GangRequest | None = None
-    _admission: Admission | None = None
+    def __init__(self, store: Store, inventory: tuple[str, ...]) -> None:
+        self.store = store
+        self.inventory = inventory
+        self.request: GangRequest | None = None
+        self._admission: Admission | None = None  # this tick's answer, once asked
+
+    def begin_tick(self) -> None:
+        self._admission = None
+
+    def refusal(self, pod: Mapping[str, Any]) -> str | None:
+        if self.request is None:
+            return None
+        if self._admission is None:
+            self._admission = self.store.admit_gang(self.request, self.inventory)
+        if self._admission.admit:
+            return None
+        return build_pod_refusal(pod, self.inventory, self._admission)
+
+
+class GangPodRunner(PodRunner):
+    """The local kubelet (``PodRunner``, same arguments) with the job's ``GangGate`` as its
+    scheduling gate; ``set_gang`` keeps the gate's request current. Adds nothing to the runner's rules."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gang_gate = GangGate(self.store, self.gpu_inventory)
+        self.gate = self.gang_gate
+
+    @property
+    def gang(self) -> GangRequest | None:
+        return self.gang_gate.request
 
     def set_gang(self, request: GangRequest | None) -> None:
-        self.gang = request
-
-    def tick(self) -> None:
-        self._admission = None
-        super().tick()
-
-    def _schedule(self, pod: PodRun, now: float) -> bool:
-        if self.gang is not None:
-            if self._admission is None:
-                self._admission = self.store.admit_gang(self.gang, self.gpu_inventory)
-            if not self._admission.admit:
-                msg = build_pod_refusal(pod.obj, self.gpu_inventory, self._admission)
-                if msg != pod.unschedulable:
-                    pod.unschedulable = msg
-                    self.events.append(("Warning", "FailedScheduling", msg))
-                    self.changed = True
-                return False
-        return super()._schedule(pod, now)
+        self.gang_gate.request = request

@@ -12,7 +12,9 @@ Seams: everything the runner asks of the operating system (start a process, wait
 session, a process's identity) goes through a ``ProcessHost`` (``OsProcessHost``: Popen, waitpid,
 killpg and /proc), and time through ``clock`` (only ``abandon``'s bounded wait reads the monotonic
 clock); both are constructor arguments, so the restart, back-off and deletion rules are unit-tested
-with a fake host and clock (tests/unit/backends/test_local_runner.py).
+with a fake host and clock (tests/unit/backends/test_local_runner.py). Whether a pod may be scheduled
+at all is asked of an optional ``SchedulingGate`` (the local gang: backends/local/gang.py) before the
+runner allocates the pod's GPUs.
 """
 
 from __future__ import annotations
@@ -149,6 +151,25 @@ class OsProcessHost:
         return procs.kill_marked(name, value)
 
 
+class SchedulingGate(Protocol):
+    """May a pod be scheduled now: a job-level admission in front of the runner's own per-pod
+    scheduling (the GPUs each pod asks for). The local gang (backends/local/gang.py) is one.
+
+    The runner calls ``begin_tick`` at the start of every ``tick``, then ``refusal`` for each pod that
+    still waits to be scheduled, in order; a gate may answer the whole tick from one decision. It
+    decides only; the runner records what it says."""
+
+    def begin_tick(self) -> None:
+        """A new tick: what the gate decided for the previous one may have changed."""
+        ...
+
+    def refusal(self, pod: Mapping[str, Any]) -> str | None:
+        """None: ``pod`` may be scheduled now (the runner still allocates its GPUs). Otherwise why
+        not, as a scheduler says it: the pod stays Pending with PodScheduled False (Unschedulable)
+        and this message, and a FailedScheduling Warning is emitted once per new message."""
+        ...
+
+
 @dataclass(slots=True)
 class ContainerRun:
     spec: ProcessSpec
@@ -215,7 +236,8 @@ class JobIdentity:
 class PodRunner:
     """All pods of one job, driven by the supervisor: ``add``/``delete`` from the core's actions,
     ``reap`` on SIGCHLD and ``tick`` on timers; ``pod_dicts`` is what the core observes. Processes
-    go through ``host`` and time comes from ``clock`` (the real ones by default)."""
+    go through ``host`` and time comes from ``clock`` (the real ones by default); ``gate``, when
+    set, must admit a pod before it is scheduled (``SchedulingGate``)."""
 
     def __init__(
         self,
@@ -230,6 +252,7 @@ class PodRunner:
         main_container: str | None = None,
         clock: Callable[[], float] = time.time,
         host: ProcessHost | None = None,
+        gate: SchedulingGate | None = None,
     ) -> None:
         self.store = store
         self.paths = paths
@@ -241,6 +264,7 @@ class PodRunner:
         self.main_container = main_container
         self.clock = clock
         self.host: ProcessHost = host if host is not None else OsProcessHost()
+        self.gate = gate
         self.pods: dict[str, PodRun] = {}
         self.by_pid: dict[int, tuple[PodRun, ContainerRun]] = {}
         self.events: list[tuple[str, str, str]] = []  # (type, reason, message) for the job
@@ -383,6 +407,8 @@ class PodRunner:
     def tick(self) -> None:
         """Progress every pod; raises (after progressing them all) while a record is still unsaved."""
         now = self.clock()
+        if self.gate is not None:
+            self.gate.begin_tick()
         for pod in list(self.pods.values()):
             if pod.frozen_status is not None:
                 if pod.deletion_ts is not None:
@@ -399,6 +425,10 @@ class PodRunner:
         self.flush()
 
     def _schedule(self, pod: PodRun, now: float) -> bool:
+        refusal = self.gate.refusal(pod.obj) if self.gate is not None else None
+        if refusal is not None:
+            self._unschedulable(pod, refusal)
+            return False
         wants = build_gpu_wants(pod.obj)
         if wants:
             total = sum(n for _, n in wants)
@@ -418,10 +448,7 @@ class PodRunner:
                         f"{total}, {free} of {len(self.gpu_inventory)} are free ({in_use} in use by "
                         "running jobs); it starts when enough are released"
                     )
-                if msg != pod.unschedulable:
-                    pod.unschedulable = msg
-                    self.events.append(("Warning", "FailedScheduling", msg))
-                    self.changed = True
+                self._unschedulable(pod, msg)
                 return False
             gpus = {k: tuple(v) for k, v in got.items()}
         else:
@@ -431,6 +458,14 @@ class PodRunner:
         pod.gpus = gpus
         self.changed = True
         return True
+
+    def _unschedulable(self, pod: PodRun, msg: str) -> None:
+        """``pod`` stays Pending, with ``msg`` as PodScheduled's message (and a FailedScheduling
+        Warning when the message is new), like a scheduler that found no place for it."""
+        if msg != pod.unschedulable:
+            pod.unschedulable = msg
+            self.events.append(("Warning", "FailedScheduling", msg))
+            self.changed = True
 
     def _prepare(self, pod: PodRun, now: float) -> bool:
         """Materialise volumes and build the process specs; False while a ConfigMap is missing."""
