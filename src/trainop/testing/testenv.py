@@ -673,6 +673,14 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--cert-dir={self.run_dir / 'sp-scheduler-certs'}",
+                f"--v={os.environ.get('TRAINOP_TESTENV_SCHEDULER_V', '0')}",
+                # Coscheduling (v0.31.8) reads PodGroups through its own cache, a watch apart from the
+                # one whose PodGroup Update event requeues the gang: a pod retried the moment
+                # minMember or minResources changed can still see the old values (seen at -v=4:
+                # "resource gap" 1 ms after the event) and waits unschedulable for the next event, or
+                # this flush (default 5 minutes). Shorter here, so the gang tests wait on the scheduler
+                # seconds, not minutes; what it binds is unchanged.
+                "--pod-max-in-unschedulable-pods-duration=20s",
             ],
             binary=sp_dir / "bin" / "sp-scheduler",
         )

@@ -11,6 +11,7 @@ what the scheduler binds (``spec.nodeName``), never on our own status.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import secrets
 import time
@@ -223,7 +224,12 @@ GANG_NODE = {"cpu": "2", "memory": "16Gi", "ephemeral-storage": "100Gi", "pods":
 
 @pytest.fixture(scope="module")
 def gang_env() -> Iterator[K8sEnv]:
-    plane = start_env(nodes=1, node_capacity=GANG_NODE, scheduler_plugins=True)
+    plane = start_env(
+        nodes=1,
+        node_capacity=GANG_NODE,
+        scheduler_plugins=True,
+        keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")),
+    )
     try:
         env = K8sEnv.from_plane(plane)
         env.kubectl("apply", "-k", str(REPO / "manifests" / "crds"))
@@ -351,10 +357,15 @@ def test_a_gang_larger_than_the_cluster_is_never_partly_bound(
         assert bound(c, "big") == []
     # Shrunk to what fits, the same job's gang is bound whole.
     c.patch_job("PyTorchJob", "big", {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}})
-    # The scheduler's own timing, not ours: a gang it rejected moments ago may still be in
-    # Coscheduling's denied back-off when the PodGroup update arrives; its pods then wait in the
-    # unschedulable queue until the next event or the queue's 5-minute flush. Wait past that flush.
-    wait_for(lambda: len(bound(c, "big")) >= 2 or None, 330, "2 members bound together")
+    wait_for(
+        lambda: (pod_group(c, r.PluginsPodGroup, "big") or {}).get("spec", {}).get("minMember") == 2 or None,
+        60,
+        "minMember 2",
+    )
+    # The scheduler's timing, not ours: the PodGroup update can requeue the gang before Coscheduling's
+    # own PodGroup cache has the new size; its pods then wait for the next event or the unschedulable
+    # flush (20 s on the test plane, see testenv._start_scheduler_plugins; 30 s between flushes).
+    wait_for(lambda: len(bound(c, "big")) >= 2 or None, 180, "2 members bound together")
 
 
 def test_operator_refuses_to_start_without_the_pod_group_crd(
