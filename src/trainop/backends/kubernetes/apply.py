@@ -81,7 +81,7 @@ class PlanApplier:
                 obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": ns}
                 res = r.resource_for_kind(obj["kind"])
                 try:
-                    await api.create(res(obj))
+                    await self.client.create(res, ns, obj)
                     out.created.append((obj["kind"], obj["metadata"].get("name", "")))
                 except Exception as exc:
                     if api_status_code(exc) != 409:  # AlreadyExists: deterministic names make this success
@@ -122,8 +122,7 @@ class PlanApplier:
             body = {**current, "status": status}
             try:
                 with request_priority(PRIORITY_STATUS):
-                    written = await self.client.api.replace(res.Status(body), name, namespace=ns)
-                return dict(written)
+                    return await self.client.replace_status(res, ns, name, body)
             except Exception as exc:
                 if api_status_code(exc) != 409 or attempt == STATUS_CONFLICT_RETRIES:
                     raise

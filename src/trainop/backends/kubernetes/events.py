@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lightkube.types import PatchType
-
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import PRIORITY_EVENT, KubeClient, api_status_code, request_priority
 
@@ -329,14 +327,12 @@ class EventRecorder:
             if s.name is not None:
                 patch = {"count": count, "lastTimestamp": rfc3339(s.last), "message": s.message}
                 try:
-                    await self.client.api.patch(
-                        r.Event, s.name, patch, namespace=ns, patch_type=PatchType.MERGE
-                    )
+                    await self.client.merge_patch(r.Event, ns, s.name, patch)
                     return count, s.name
                 except Exception as exc:
                     if api_status_code(exc) != 404:  # expired (events live 1 h): create it again
                         raise
             # client-go names events <object>.<unique hex>; nanoseconds keep them unique per object.
             name = f"{s.involved.get('name')}.{time.time_ns():x}"
-            await self.client.api.create(r.Event(build_event(s, name, count)))
+            await self.client.create(r.Event, ns, build_event(s, name, count))
             return count, name

@@ -1,0 +1,90 @@
+"""DirectApi's pure parts: the URL of each hot write, the error it raises for an error answer, and
+the Authorization header it sends (lightkube's, for each kind of kubeconfig user). The requests
+themselves run against the real apiserver in tests/integration/k8s (objects, events, lifecycle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lightkube.config.models import User, UserExec
+from lightkube.core.exceptions import ApiError
+
+from trainop.backends.kubernetes import resources as r
+from trainop.backends.kubernetes.client import (
+    Activity,
+    DirectApi,
+    RequestStats,
+    TokenBucket,
+    _api_error,
+    _AuthHeader,
+    api_status_code,
+)
+
+
+def direct(user: User | None = None) -> DirectApi:
+    def no_session() -> object:
+        raise AssertionError("no request in these tests")
+
+    return DirectApi(
+        "https://127.0.0.1:6443/",
+        session=no_session,  # type: ignore[arg-type]
+        status_session=no_session,  # type: ignore[arg-type]
+        auth=_AuthHeader(user or User()),
+        limiter=TokenBucket(0, 1),
+        stats=RequestStats(),
+        activity=Activity(),
+        timeout=30.0,
+        field_manager="trainop",
+    )
+
+
+def test_paths_of_the_hot_writes() -> None:
+    d = direct()
+    assert d.path(r.Pod, "ns") == "/api/v1/namespaces/ns/pods"
+    assert d.path(r.Event, "ns", "job.1a") == "/api/v1/namespaces/ns/events/job.1a"
+    job = r.JOB_RESOURCES["PyTorchJob"]
+    assert d.path(job.Status, "ns", "j") == "/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs/j/status"
+    assert d.path(r.Role, "other") == "/apis/rbac.authorization.k8s.io/v1/namespaces/other/roles"
+
+
+def test_an_error_answer_is_lightkubes_api_error_with_the_servers_status() -> None:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": 'pods "p" already exists',
+        "reason": "AlreadyExists",
+        "details": {"name": "p", "kind": "pods"},
+        "code": 409,
+    }
+    exc = _api_error(409, json.dumps(body).encode())
+    assert isinstance(exc, ApiError)
+    assert api_status_code(exc) == 409
+    assert exc.status.message == 'pods "p" already exists'
+    assert exc.status.details is not None and exc.status.details.name == "p"
+
+
+def test_a_plain_text_error_answer_keeps_its_code_and_text() -> None:
+    exc = _api_error(404, b"404 page not found\n")
+    assert api_status_code(exc) == 404
+    assert exc.status.message == "404 page not found"
+
+
+def test_authorization_header_for_each_kind_of_user(tmp_path: Path) -> None:
+    assert _AuthHeader(User()).value is None  # a client certificate: in the SSL context
+    assert _AuthHeader(User(token="abc")).value == "Bearer abc"
+    basic = _AuthHeader(User(username="u", password="p"))
+    assert basic.value == "Basic dTpw"
+    assert not basic.refresh()
+    exec_user = User(exec=UserExec(apiVersion="client.authentication.k8s.io/v1beta1", command="x"))
+    assert not _AuthHeader(exec_user).supported  # its requests go through lightkube
+
+
+def test_a_token_file_is_read_again_on_refresh(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("one\n")
+    auth = _AuthHeader(User(token_file=str(token)))
+    assert auth.value == "Bearer one"
+    token.write_text("two\n")  # the kubelet rotated it
+    assert auth.refresh() and auth.value == "Bearer two"
