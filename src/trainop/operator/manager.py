@@ -15,7 +15,7 @@ import logging
 import ssl
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from trainop.api.kinds import KIND_INFO
@@ -31,12 +31,15 @@ from trainop.controller.workqueue import WorkQueue
 from trainop.core.gang import GangScheduler
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.base import FrameworkPlugin
-from trainop.operator import certs
 from trainop.operator.explain import reconcile_or_explain
 from trainop.operator.flags import OperatorConfig
 from trainop.operator.http import HTTPServer, Response, parse_bind_address
 from trainop.operator.metrics import OperatorMetrics
-from trainop.operator.webhook import build_routes
+
+if TYPE_CHECKING:
+    # Imported where the webhook starts: cryptography is 11.6 MB of RSS (its Rust library and
+    # OpenSSL bindings) that an operator run with --enable-webhook=false never uses.
+    from trainop.operator import certs
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +142,8 @@ class Operator:
 
     # --- webhook certificate ----------------------------------------------------------------------------
     async def _refresh_cert(self) -> None:
+        from trainop.operator import certs
+
         cfg = self.cfg
         bundle = await certs.apply_cert_secret(
             self.client,
@@ -171,6 +176,8 @@ class Operator:
             try:
                 await self._refresh_cert()
                 if self.webhook_server is None and self._ssl is not None:
+                    from trainop.operator.webhook import build_routes
+
                     self.webhook_server = HTTPServer(build_routes(self.cfg.kinds), ssl_context=self._ssl)
                     await self.webhook_server.start(self.cfg.webhook_host, self.cfg.webhook_server_port)
                     log.info("webhook: serving on :%d", self.webhook_server.port)
