@@ -10,7 +10,13 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import Status
 from lightkube.types import OnErrorAction
 
-from trainop.backends.kubernetes.informer import Handlers, Informer, compute_watch_error_action
+from trainop.backends.kubernetes.cache import slim_owned
+from trainop.backends.kubernetes.informer import (
+    Handlers,
+    Informer,
+    compact_object,
+    compute_watch_error_action,
+)
 
 
 def obj(name: str, rv: str, owner: str | None = "uid-1", **extra: Any) -> dict[str, Any]:
@@ -94,3 +100,53 @@ def _api_error(code: int) -> ApiError:
 def test_watch_error_action(exc: Exception, count: int, want: tuple[OnErrorAction, float]) -> None:
     got = compute_watch_error_action(exc, count)
     assert (got.action, got.sleep) == want
+
+
+def _pod(name: str) -> dict[str, Any]:
+    """A pod as the API server sends it (decoded separately, so no string is shared)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "labels": {"training.kubeflow.org/replica-type": "".join(["wor", "ker"])},
+            "managedFields": [{"manager": "trainop"}],
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "restartPolicy": "OnFailure",
+            "priority": 0,
+            "enableServiceLinks": True,
+            "containers": [{"name": "pytorch", "env": [{"name": "RANK", "value": "1"}]}],
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}],
+            "securityContext": {},
+        },
+        "status": {"phase": "Running", "containerStatuses": [{"name": "pytorch", "restartCount": 2}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("transform", "want_spec"),
+    [
+        pytest.param(compact_object, _pod("p")["spec"], id="any object: all of it but managedFields"),
+        pytest.param(
+            slim_owned,
+            {"nodeName": "node-1", "restartPolicy": "OnFailure", "priority": 0, "enableServiceLinks": True},
+            id="pods and Services: the scalar fields of their spec",
+        ),
+    ],
+)
+def test_cached_objects_keep_what_the_operator_reads(transform: Any, want_spec: dict[str, Any]) -> None:
+    got = transform(_pod("p"))
+    want = _pod("p")
+    del want["metadata"]["managedFields"]
+    assert got == {**want, "spec": want_spec}
+
+
+def test_cached_objects_share_their_strings() -> None:
+    key = "training.kubeflow.org/replica-type"
+    a, b = _pod("a"), _pod("b")
+    assert a["metadata"]["labels"][key] is not b["metadata"]["labels"][key]  # as decoded
+    a, b = compact_object(a), compact_object(b)
+    assert a["metadata"]["labels"][key] is b["metadata"]["labels"][key]

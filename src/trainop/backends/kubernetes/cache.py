@@ -6,7 +6,7 @@ kinds a plugin owns (its ``ExtraObjects`` capability: MPI's ConfigMaps, ServiceA
 RoleBindings, PyTorch's HPAs) by the existence of ``app`` when the plugin labels them, and each is
 kept only if a job of a kind that owns it controls it. Every change is mapped to the key of the job
 that controls the object (contract §6.1: the controller ref must resolve to the cached job's uid).
-I/O adapter.
+Cached pods and Services keep only the scalar fields of their ``spec`` (``slim_owned``). I/O adapter.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from trainop.api.constants import API_VERSION, LABEL_APP, LABEL_OPERATOR_NAME
 from trainop.api.kinds import KIND_INFO
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import KubeClient
-from trainop.backends.kubernetes.informer import Handlers, Informer, Obj, controller_ref, strip_managed_fields
+from trainop.backends.kubernetes.informer import Handlers, Informer, Obj, compact_object, controller_ref
 from trainop.core.plugin import FrameworkPlugin, capabilities
 from trainop.frameworks.registry import REGISTRY
 
@@ -50,9 +50,24 @@ def _owned_by_a_job(kinds: set[str]) -> Callable[[Obj], Obj | None]:
         ref = controller_ref(obj)
         if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") not in kinds:
             return None
-        return strip_managed_fields(obj)
+        return compact_object(obj)
 
     return transform
+
+
+def slim_owned(obj: Obj) -> Obj:
+    """A cached pod or Service: ``compact_object`` with only the scalar fields of its ``spec``
+    (nodeName, restartPolicy, schedulerName, clusterIP, ...).
+
+    The core decides from a pod's metadata and status and a Service's metadata (contract §4.2, §6.1:
+    names, labels, owner, deletion, phase, container states); it never reads their ``spec``, whose
+    containers, env, volumes and tolerations are about 60 % of a cached pod. Pods and Services are
+    never written back from the cache (a changed pod is deleted and created again).
+    """
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        obj = {**obj, "spec": {k: v for k, v in spec.items() if not isinstance(v, (dict, list))}}
+    return compact_object(obj)
 
 
 class ClusterCache:
@@ -79,8 +94,10 @@ class ClusterCache:
         controllers = sorted(KIND_INFO[k].controller_name for k in kinds)
         selector = {LABEL_OPERATOR_NAME: operators.in_(controllers)}
         self.owned: dict[str, Informer] = {
-            "Pod": Informer(client, r.Pod, namespace=self.namespace, labels=selector, name="Pod"),
-            "Service": Informer(client, r.Service, namespace=self.namespace, labels=selector, name="Service"),
+            kind: Informer(
+                client, resource, namespace=self.namespace, labels=selector, transform=slim_owned, name=kind
+            )
+            for kind, resource in (("Pod", r.Pod), ("Service", r.Service))
         }
         # Owned kind → (the job kinds that own it, whether all of them label it with ``app``).
         extra: dict[str, tuple[set[str], bool]] = {}

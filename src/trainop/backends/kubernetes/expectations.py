@@ -19,7 +19,7 @@ EXPECTATION_TTL = 300.0
 ObjRef = tuple[str, str]  # (Kubernetes kind, name)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Pending:
     adds: set[ObjRef] = field(default_factory=set)
     deletes: set[ObjRef] = field(default_factory=set)
