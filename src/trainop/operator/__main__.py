@@ -81,8 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     logging.getLogger("httpcore2").setLevel(logging.WARNING)
     set_ssl_read_buffer()
+    from trainop.backends.kubernetes.client import event_loop_factory
+
     try:
-        return asyncio.run(serve(cfg))
+        with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            return runner.run(serve(cfg))
     except KeyboardInterrupt:
         return 0
 

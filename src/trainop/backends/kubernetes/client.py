@@ -425,6 +425,20 @@ class DirectApi:
         return code, answer
 
 
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when it is installed (libuv and its TLS in C: the operator's event loop and
+    TLS were ~a third of its CPU, issue 16), else None (asyncio's own). TRAINOP_EVENT_LOOP=asyncio
+    chooses asyncio's to compare."""
+    if os.environ.get("TRAINOP_EVENT_LOOP", "uvloop") != "uvloop":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def load_config(kubeconfig: str | None = None, context: str | None = None) -> SingleConfig:
     """``--kubeconfig`` if given, else in-cluster service account, else ``$KUBECONFIG`` / ~/.kube/config."""
     if kubeconfig:
