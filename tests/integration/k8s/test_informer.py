@@ -87,3 +87,44 @@ def test_list_watch_and_relist(cluster: Cluster) -> None:
         "after": ["during", "while-away"],
         "no_managed_fields": True,
     }
+
+
+def test_a_watch_the_server_ends_is_opened_again_from_the_last_version_seen(cluster: Cluster) -> None:
+    """The API server ends each watch after its timeoutSeconds (1 s here): the informer opens the next
+    from the last resourceVersion it saw, so a change made between two watches is still delivered,
+    once, and no list is needed (a list would be a relist, counted)."""
+    ns = cluster.namespace
+    ours = {LABEL: "pytorchjob-controller"}
+
+    async def go() -> tuple[list[tuple[str, str]], int, int]:
+        client = build_client(KubeConfig.from_file(cluster.env.kubeconfig).get(), qps=0, burst=1)
+        inf = Informer(client, r.Pod, namespace=ns, labels={LABEL: None}, name="pods")
+        inf.watch_timeout = (1, 1)
+        seen: list[tuple[str, str]] = []
+        inf.add_handlers(
+            Handlers(
+                on_add=lambda o: seen.append(("add", o["metadata"]["name"])),
+                # A watch opened without a version would replay every pod as ADDED: updates here.
+                on_update=lambda old, new: seen.append(("update", new["metadata"]["name"])),
+                on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])),
+            )
+        )
+        task = asyncio.create_task(inf.run())
+        await asyncio.wait_for(inf.synced.wait(), 30)
+        watches = client.stats.by_method_code[("GET", "200")]
+        for i in range(3):  # each change made after the previous watch ended
+            at = client.stats.by_method_code[("GET", "200")]
+            await until(lambda at=at: client.stats.by_method_code[("GET", "200")] > at)
+            with cluster.env.client(namespace=ns) as c:
+                c.create(r.Pod(pod(f"p{i}", ours)))
+            await until(lambda i=i: ("add", f"p{i}") in seen)
+        reopened = client.stats.by_method_code[("GET", "200")] - watches
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.aclose()
+        return seen, inf.relists, reopened
+
+    seen, relists, reopened = asyncio.run(asyncio.wait_for(go(), 120))
+    assert seen == [("add", "p0"), ("add", "p1"), ("add", "p2")]
+    assert relists == 0
+    assert reopened >= 3

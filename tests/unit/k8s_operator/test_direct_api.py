@@ -22,14 +22,10 @@ from trainop.backends.kubernetes.client import (
 )
 
 
-def direct(user: User | None = None) -> DirectApi:
-    def no_session() -> object:
-        raise AssertionError("no request in these tests")
-
+def direct(user: User | None = None, server: str = "https://127.0.0.1:6443/") -> DirectApi:
     return DirectApi(
-        "https://127.0.0.1:6443/",
-        session=no_session,  # type: ignore[arg-type]
-        status_session=no_session,  # type: ignore[arg-type]
+        server,
+        ssl_context=None,
         auth=_AuthHeader(user or User()),
         limiter=TokenBucket(0, 1),
         stats=RequestStats(),
@@ -46,6 +42,20 @@ def test_paths_of_the_hot_writes() -> None:
     job = r.JOB_RESOURCES["PyTorchJob"]
     assert d.path(job.Status, "ns", "j") == "/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs/j/status"
     assert d.path(r.Role, "other") == "/apis/rbac.authorization.k8s.io/v1/namespaces/other/roles"
+    assert d.path(r.Pod, None) == "/api/v1/pods"  # a watch of every namespace
+    assert d.path(r.PriorityClass, None) == "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def test_a_request_is_one_buffer_with_the_headers_lightkube_sends() -> None:
+    d = direct(User(token="abc"), server="https://10.0.0.1:8443/k8s/clusters/c-1/")
+    head = d._head("POST", "/api/v1/namespaces/ns/pods?fieldManager=trainop")
+    assert head.startswith(
+        "POST /k8s/clusters/c-1/api/v1/namespaces/ns/pods?fieldManager=trainop HTTP/1.1\r\n"
+    )
+    assert "Host: 10.0.0.1:8443\r\n" in head
+    assert "Authorization: Bearer abc\r\n" in head
+    assert "Accept-Encoding: identity\r\n" in head
+    assert head.endswith("\r\n") and not head.endswith("\r\n\r\n")  # Content-* and the blank line follow
 
 
 def test_an_error_answer_is_lightkubes_api_error_with_the_servers_status() -> None:

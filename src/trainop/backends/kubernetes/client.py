@@ -4,8 +4,9 @@ lightkube has no rate limiter, so every request (watches included, as in client-
 bucket in the HTTP transport. The bucket has priority lanes: job status writes first (so a job's status
 never waits behind other jobs' creation burst), then object writes, reads, and best-effort Events,
 which get a fair share of the tokens while they wait. The operator's hot writes (creating pods and
-Services, job status, Events) go as plain JSON straight over the same aiohttp pools, bucket and
-counters (``DirectApi``), without lightkube's and httpx's request and response objects. Knows nothing
+Services, job status, Events) and its watches go as plain JSON over http1.py's kept-alive connections
+through the same bucket and counters (``DirectApi``), without lightkube's and httpx's request and
+response objects; the rest (lists, gets, leases, the CLI's reads) through lightkube. Knows nothing
 about jobs.
 """
 
@@ -22,8 +23,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import quote
 
-import aiohttp
 import httpx2 as httpx
 import msgspec
 from lightkube import AsyncClient
@@ -32,9 +33,11 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import User
 from lightkube.core import resource as lkres
 from lightkube.core.exceptions import ApiError
+from lightkube.core.selector import build_selector
 from lightkube.models.meta_v1 import Status
 from lightkube.types import PatchType
-from yarl import URL
+
+from trainop.backends.kubernetes import http1
 
 # Request priorities (lower is served first).
 PRIORITY_STATUS = 0  # job status writes: one per job change, after that job's own creates (issue 16)
@@ -216,70 +219,6 @@ class LimitedTransport(httpx.AsyncBaseTransport):
             await self._status_inner.aclose()
 
 
-class _AiohttpStream(httpx.AsyncByteStream):
-    def __init__(self, resp: aiohttp.ClientResponse) -> None:
-        self._resp = resp
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._resp.content.iter_any():
-                yield chunk
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__) from exc
-
-    async def aclose(self) -> None:
-        if self._resp.content.is_eof():
-            self._resp.release()  # back to the pool
-        else:
-            self._resp.close()  # a watch given up mid-stream: drop its connection
-
-
-class AiohttpTransport(httpx.AsyncBaseTransport):
-    """httpx's transport interface over aiohttp, under lightkube: aiohttp parses HTTP in C and runs on
-    asyncio directly, where httpcore + h11 + anyio cost about half of the operator's CPU (issue 16)."""
-
-    def __init__(self, ssl_ctx: ssl.SSLContext, max_connections: int) -> None:
-        self._ssl = ssl_ctx
-        self._limit = max_connections
-        self._session: aiohttp.ClientSession | None = None
-
-    def session(self) -> aiohttp.ClientSession:
-        """The connection pool (DirectApi sends through it too)."""
-        if self._session is None:
-            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._limit, keepalive_timeout=60)
-            # httpx decodes gzip itself (it sees Content-Encoding); aiohttp must pass bytes through.
-            self._session = aiohttp.ClientSession(connector=connector, auto_decompress=False)
-        return self._session
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        t = request.extensions.get("timeout") or {}
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=t.get("connect"), sock_read=t.get("read"))
-        try:
-            resp = await self.session().request(
-                request.method,
-                str(request.url),
-                headers=request.headers.multi_items(),
-                data=await request.aread() or None,
-                timeout=timeout,
-                allow_redirects=False,
-            )
-        except TimeoutError as exc:
-            raise httpx.TimeoutException(str(exc) or "timeout", request=request) from exc
-        except aiohttp.ClientError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
-        return httpx.Response(
-            resp.status,
-            headers=list(resp.raw_headers),
-            stream=_AiohttpStream(resp),
-            request=request,
-            extensions={"http_version": b"HTTP/1.1"},
-        )
-
-    async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-
-
 _encode = msgspec.json.encode
 _decode = msgspec.json.decode
 
@@ -329,45 +268,63 @@ def _api_error(code: int, body: bytes) -> ApiError:
 
 
 class DirectApi:
-    """JSON requests straight over the aiohttp pools of ``KubeClient.api``, through the same token
-    bucket, priority lanes, activity and counters, with the same headers and ``fieldManager``:
-    lightkube's and httpx's request and response objects cost about a quarter of the operator's CPU
-    (py-spy, issue 16). Errors are lightkube's ApiError; transport failures httpx's errors."""
+    """JSON requests and watches straight over http1.py's connections, through the same token bucket,
+    priority lanes, activity and counters as ``KubeClient.api``, with the same headers and
+    ``fieldManager``: lightkube's, httpx's and aiohttp's request and response objects cost about a
+    quarter of the operator's CPU (py-spy, issue 16). Each request is one pre-encoded buffer. Errors
+    are lightkube's ApiError; transport failures httpx's TransportError kinds (as through lightkube)."""
 
     def __init__(
         self,
         server: str,
         *,
-        session: Callable[[], aiohttp.ClientSession],
-        status_session: Callable[[], aiohttp.ClientSession],
+        ssl_context: ssl.SSLContext | None,
         auth: _AuthHeader,
         limiter: TokenBucket,
         stats: RequestStats,
         activity: Activity | None,
         timeout: float,
         field_manager: str | None,
+        max_connections: int = 32,
+        status_connections: int = 8,
     ) -> None:
-        self._server = server.rstrip("/")
-        self._session, self._status_session = session, status_session
+        origin = http1.Origin.parse(server)
+        self._prefix = origin.prefix
+        # Status writes get connections of their own: behind a creation burst the shared pool's
+        # queue, not the token bucket, is where they would wait (issue 16).
+        self.pool = http1.Pool(origin, ssl_context, limit=max_connections, connect_timeout=timeout)
+        self.status_pool = http1.Pool(origin, ssl_context, limit=status_connections, connect_timeout=timeout)
         self._auth = auth
         self._limiter, self._stats, self._activity = limiter, stats, activity
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
+        self._timeout = timeout
         self._query = f"?fieldManager={field_manager}" if field_manager else ""
-        self._paths: dict[tuple[Any, str], str] = {}
+        self._paths: dict[tuple[Any, str | None], str] = {}
         ua = f"python-httpx2/{httpx.__version__}"  # the lightkube client's: one operator in the audit log
-        self._headers = {"User-Agent": ua, "Accept": "*/*", "Accept-Encoding": "identity"}
+        self._common = (
+            f"Host: {origin.host_header}\r\nUser-Agent: {ua}\r\nAccept: */*\r\nAccept-Encoding: identity\r\n"
+        )
+        self._auth_value: str | None = None
+        self._auth_line = ""
 
-    def path(self, res: Any, namespace: str, name: str | None = None) -> str:
-        """``/api[s]/…/namespaces/<ns>/<plural>[/<name>[/<subresource>]]`` of a lightkube resource."""
+    def path(self, res: Any, namespace: str | None, name: str | None = None) -> str:
+        """``/api[s]/…[/namespaces/<ns>]/<plural>[/<name>[/<subresource>]]`` of a lightkube resource;
+        ``namespace`` None: every namespace (or a cluster-scoped resource)."""
         base = self._paths.get((res, namespace))
         info = lkres.api_info(res)
         if base is None:
             top = info.parent or info.resource
             prefix = f"/api/{top.version}" if top.group == "" else f"/apis/{top.group}/{top.version}"
-            base = self._paths[(res, namespace)] = f"{prefix}/namespaces/{namespace}/{info.plural}"
+            where = f"/namespaces/{namespace}" if namespace is not None else ""
+            base = self._paths[(res, namespace)] = f"{prefix}{where}/{info.plural}"
         if name is None:
             return base
         return f"{base}/{name}/{info.action}" if info.action else f"{base}/{name}"
+
+    def _head(self, method: str, target: str) -> str:
+        if self._auth.value != self._auth_value:
+            self._auth_value = self._auth.value
+            self._auth_line = f"Authorization: {self._auth_value}\r\n" if self._auth_value else ""
+        return f"{method} {self._prefix}{target} HTTP/1.1\r\n{self._common}{self._auth_line}"
 
     async def request(
         self,
@@ -380,14 +337,15 @@ class DirectApi:
     ) -> Any:
         """Send ``body`` (encoded once) and return the decoded answer (None unless ``decode``)."""
         data = None if body is None else _encode(body)
-        url = URL(self._server + path + self._query, encoded=True)
-        headers = dict(self._headers)
-        if data is not None:
-            headers["Content-Type"] = content_type
+        target = path + self._query
         for attempt in range(2):
-            if self._auth.value is not None:
-                headers["Authorization"] = self._auth.value
-            code, answer = await self._send(method, url, data, headers)
+            head = self._head(method, target)
+            if data is None:
+                request = (head + "\r\n").encode()
+            else:
+                head += f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n"
+                request = head.encode() + data
+            code, answer = await self._send(method, request)
             if code == 401 and attempt == 0 and self._auth.refresh():
                 continue
             break
@@ -395,34 +353,80 @@ class DirectApi:
             raise _api_error(code, answer)
         return _decode(answer) if decode and answer else None
 
-    async def _send(
-        self, method: str, url: URL, data: bytes | None, headers: dict[str, str]
-    ) -> tuple[int, bytes]:
+    async def _send(self, method: str, request: bytes) -> tuple[int, bytes]:
         priority = _priority.get()
         activity = self._activity if priority < PRIORITY_EVENT else None
         if activity is not None:
             activity.inflight += 1
         try:
             await self._limiter.acquire(priority)
-            session = self._status_session() if priority == PRIORITY_STATUS else self._session()
+            pool = self.status_pool if priority == PRIORITY_STATUS else self.pool
             try:
-                async with session.request(
-                    method, url, data=data, headers=headers, timeout=self._timeout, allow_redirects=False
-                ) as resp:
-                    answer = await resp.read()
-                    code = resp.status
-            except TimeoutError as exc:
+                code, answer = await pool.request(request, self._timeout)
+            except http1.TransportError as exc:
                 self._stats.record(method, "<error>")
-                raise httpx.TimeoutException(str(exc) or "timeout") from exc
-            except aiohttp.ClientError as exc:
-                self._stats.record(method, "<error>")
-                raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+                raise _transport_error(exc) from exc
         finally:
             if activity is not None:
                 activity.inflight -= 1
                 activity.last_done = time.monotonic()
         self._stats.record(method, str(code))
         return code, answer
+
+    async def watch(
+        self,
+        res: Any,
+        namespace: str | None,
+        *,
+        resource_version: str | None,
+        labels: dict[str, Any] | None,
+        server_timeout: int,
+    ) -> AsyncIterator[list[bytes]]:
+        """One watch request (``allowWatchBookmarks``, as client-go's reflector): batches of its event
+        lines, undecoded, until the server ends it; an error answer raises ApiError (410: too old)."""
+        query = f"?watch=true&allowWatchBookmarks=true&timeoutSeconds={server_timeout}"
+        if resource_version:
+            query += f"&resourceVersion={quote(resource_version)}"
+        if labels:
+            query += f"&labelSelector={quote(build_selector(labels))}"
+        request = (self._head("GET", self.path(res, namespace) + query) + "\r\n").encode()
+        await self._limiter.acquire(_priority.get())
+        try:
+            stream = await self.pool.stream(request, self._timeout)
+        except http1.TransportError as exc:
+            self._stats.record("GET", "<error>")
+            raise _transport_error(exc) from exc
+        self._stats.record("GET", str(stream.status))
+        if stream.status != 200:
+            try:
+                body = await stream.read()
+            except http1.TransportError as exc:
+                raise _transport_error(exc) from exc
+            if stream.status == 401:
+                self._auth.refresh()
+            raise _api_error(stream.status, body)
+        try:
+            async for batch in stream.lines():
+                yield batch
+        except http1.TransportError as exc:
+            raise _transport_error(exc) from exc
+
+    async def aclose(self) -> None:
+        await self.pool.close()
+        await self.status_pool.close()
+
+
+def _transport_error(exc: http1.TransportError) -> httpx.TransportError:
+    """httpx's kind of the failure: what lightkube's requests raise for the same failure."""
+    if isinstance(exc, http1.RequestTimeout):
+        return httpx.TimeoutException(str(exc))
+    return httpx.ConnectError(str(exc))
+
+
+def watch_error(obj: Any) -> ApiError:
+    """The ApiError of a watch's ERROR event (its object is a metav1.Status; 410: too old)."""
+    status = obj if isinstance(obj, dict) else {}
+    return _api_error(int(status.get("code") or 500), _encode(status or {"message": str(obj)}))
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
@@ -466,6 +470,8 @@ class KubeClient:
     async def aclose(self) -> None:
         await self.api.close()
         await self.watch_api.close()
+        if self.direct is not None:
+            await self.direct.aclose()
 
     # The operator's hot writes: through ``direct`` when there is one, else lightkube (same requests).
     async def create(self, res: Any, namespace: str, obj: dict[str, Any]) -> None:
@@ -513,25 +519,21 @@ def build_client(
     field_manager: str = "trainop",
     max_connections: int = 32,
     http2: bool = False,
-    http_stack: str | None = None,
+    direct: bool | None = None,
 ) -> KubeClient:
-    """An AsyncClient whose every request goes through the QPS/burst token bucket."""
+    """An AsyncClient whose every request goes through the QPS/burst token bucket, and the direct
+    path for the hot writes and watches (``direct``: default on, unless TRAINOP_KUBE_DIRECT=0 or the
+    user authenticates through an exec plugin, which only lightkube runs)."""
     if config.user is None:
         raise ValueError(
             f"kubeconfig context {config.context_name!r} names no user: add one (token or client certificate)"
         )
     ssl_ctx = client_adapter.verify_cluster(config.cluster, config.user, config.abs_file)
-    # aiohttp (default) or httpx's own httpcore stack: TRAINOP_KUBE_HTTP=httpx to compare.
-    http_stack = http_stack or os.environ.get("TRAINOP_KUBE_HTTP", "aiohttp")
     limiter = TokenBucket(qps, burst)
     stats = RequestStats()
     activity = Activity()
 
-    aiohttp_stack = http_stack == "aiohttp" and not http2
-
     def transport(connections: int) -> httpx.AsyncBaseTransport:
-        if aiohttp_stack:
-            return AiohttpTransport(ssl_ctx, connections)
         return httpx.AsyncHTTPTransport(
             verify=ssl_ctx,
             http2=http2,
@@ -551,31 +553,32 @@ def build_client(
             lazy=False,
         )
 
-    # Small pools: httpcore scans every pooled connection on each request, so hundreds of idle
-    # connections cost more CPU than they save. 32 requests in flight is ~3,000 requests/s at 10 ms.
-    inner, status_inner = transport(max_connections), transport(8)
-    direct = None
+    if direct is None:
+        direct = os.environ.get("TRAINOP_KUBE_DIRECT", "1") != "0"
     auth = _AuthHeader(config.user)
-    if isinstance(inner, AiohttpTransport) and isinstance(status_inner, AiohttpTransport) and auth.supported:
-        direct = DirectApi(
+    fast = None
+    if direct and auth.supported:
+        fast = DirectApi(
             config.cluster.server,
-            session=inner.session,
-            status_session=status_inner.session,
+            ssl_context=ssl_ctx,
             auth=auth,
             limiter=limiter,
             stats=stats,
             activity=activity,
             timeout=timeout,
             field_manager=field_manager,
+            max_connections=max_connections,
         )
+    # Small pools: httpcore scans every pooled connection on each request, so hundreds of idle
+    # connections cost more CPU than they save; with the direct path these carry only the rare requests.
     return KubeClient(
-        api=client(inner, activity, status_inner),
+        api=client(transport(max_connections), activity, transport(8)),
         watch_api=client(transport(64), None),  # a watch is "in flight" for minutes: not activity
         limiter=limiter,
         stats=stats,
         config=config,
         activity=activity,
-        direct=direct,
+        direct=fast,
     )
 
 

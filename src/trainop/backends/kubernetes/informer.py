@@ -13,15 +13,24 @@ import asyncio
 import logging
 import random
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from lightkube.core.generic_client import ALL_NS
 from lightkube.core.resource import GlobalResource
 from lightkube.types import OnErrorAction, OnErrorResult
 
-from trainop.backends.kubernetes.client import PRIORITY_READ, KubeClient, api_status_code, request_priority
+from trainop.backends.kubernetes.client import (
+    PRIORITY_READ,
+    DirectApi,
+    KubeClient,
+    api_status_code,
+    request_priority,
+    watch_error,
+)
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +100,9 @@ def compact_object(obj: Obj) -> Obj:
     sharing them takes a cached pod from 17 to 12 KB. Nothing else changes: same keys, same values.
     """
     return _compact_dict(strip_managed_fields(obj))
+
+
+_decode_event = msgspec.json.Decoder().decode
 
 
 def resource_version_newer(a: str | None, b: str | None) -> bool:
@@ -189,6 +201,9 @@ class Informer:
         self.handlers: list[Handlers] = []
         self.synced = asyncio.Event()
         self.relists = 0
+        # Seconds the server keeps one watch open: client-go picks 5-10 min so that many watches do
+        # not reconnect at once (tests shorten it to see reconnection).
+        self.watch_timeout = (300, 600)
 
     def add_handlers(self, handlers: Handlers) -> None:
         self.handlers.append(handlers)
@@ -285,6 +300,8 @@ class Informer:
 
     async def _watch(self, rv: str) -> bool:
         """Watch from ``rv`` until the server says it is too old; returns True then (list again)."""
+        if self.client.direct is not None:
+            return await self._watch_direct(self.client.direct, rv)
         gone = False
 
         def on_error(exc: Exception, count: int) -> OnErrorResult:
@@ -302,8 +319,7 @@ class Informer:
                 namespace=self._list_namespace(),
                 labels=self.labels,
                 resource_version=rv or None,
-                # client-go picks 5-10 min so many watches do not reconnect at once.
-                server_timeout=random.randint(300, 600),
+                server_timeout=random.randint(*self.watch_timeout),
                 on_error=on_error,
             )
             async for kind, obj in stream:
@@ -313,6 +329,53 @@ class Informer:
         if gone:
             log.info("informer %s: resourceVersion too old (410 Gone), listing again", self.name)
         return gone
+
+    async def _watch_direct(self, direct: DirectApi, rv: str) -> bool:
+        """``_watch`` over the direct path: each event line decoded once (msgspec) into the dict the
+        cache keeps. The same rules as lightkube's watch loop: a watch the server ends is opened again
+        from the last version seen (bookmarks included); errors back off; 410 Gone lists again."""
+        ns = self._list_namespace()
+        namespace = None if ns is None or ns == ALL_NS else ns
+        errors = 0
+        while True:
+            opened = time.monotonic()
+            try:
+                with request_priority(PRIORITY_READ):
+                    async for batch in direct.watch(
+                        self.resource,
+                        namespace,
+                        resource_version=rv or None,
+                        labels=self.labels,
+                        server_timeout=random.randint(*self.watch_timeout),
+                    ):
+                        for line in batch:
+                            event = _decode_event(line)
+                            kind, obj = event.get("type"), event.get("object")
+                            if kind == "ERROR":
+                                raise watch_error(obj)
+                            if not isinstance(obj, dict):
+                                continue
+                            rv = _rv(obj) or rv
+                            if kind != "BOOKMARK":
+                                self.apply_event(str(kind), obj)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if isinstance(exc, msgspec.DecodeError):
+                    exc = ValueError(f"undecodable watch event: {exc}")
+                errors += 1
+                action = compute_watch_error_action(exc, errors)
+                if action.action is OnErrorAction.STOP:
+                    log.info("informer %s: resourceVersion too old (410 Gone), listing again", self.name)
+                    return True
+                log.info("informer %s: watch error (%s), retrying", self.name, exc)
+                await asyncio.sleep(action.sleep)
+                continue
+            if time.monotonic() - opened > 1.0:
+                errors = 0  # a watch that ran and ended: the server's timeout
+            else:  # ended at once, again and again: do not spin
+                errors += 1
+                await asyncio.sleep(min(30.0, 0.2 * 2 ** min(errors, 8)) if errors > 2 else 0)
 
     async def run(self) -> None:
         """List, then watch, forever; list again after 410 Gone or any failure (with backoff)."""
