@@ -11,7 +11,6 @@ import logging
 from datetime import datetime
 
 from trainop.api.common import JobStatus, TrainingJob
-from trainop.api.validation import validate_for_apply
 from trainop.core.gang import GangScheduler
 from trainop.core.observed import Observed
 from trainop.core.plan import Event, Plan
@@ -44,6 +43,10 @@ def build_explained_plan(job: TrainingJob, exc: Exception) -> Plan:
     """No action and no status write (as for an invalid MPIJob, §2.4): only the event, once per job
     and message (keyed). An update of the job reconciles it again. The pass was level-triggered, so
     retrying an unchanged job would fail the same way."""
+    # Imported here: only a failed pass needs the admission rules (and the pod schema they load), so
+    # the operator's start does not pay for them (validation, podschema, failure_policy: ~6 ms).
+    from trainop.api.validation import validate_for_apply
+
     errors = [e for e in validate_for_apply(job) if ".template" in e.path]
     if errors:
         # Upstream's wording for a job its controller refuses (§2.4, and every kind in v1.7, §6.3).
