@@ -14,8 +14,8 @@ from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import (
     Activity,
     DirectApi,
+    Limiter,
     RequestStats,
-    TokenBucket,
     _api_error,
     _AuthHeader,
     api_status_code,
@@ -27,7 +27,7 @@ def direct(user: User | None = None, server: str = "https://127.0.0.1:6443/") ->
         server,
         ssl_context=None,
         auth=_AuthHeader(user or User()),
-        limiter=TokenBucket(0, 1),
+        limiter=Limiter(0, 1),
         stats=RequestStats(),
         activity=Activity(),
         timeout=30.0,

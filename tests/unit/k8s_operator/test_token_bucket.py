@@ -11,6 +11,7 @@ from trainop.backends.kubernetes.client import (
     PRIORITY_EVENT,
     PRIORITY_STATUS,
     PRIORITY_WRITE,
+    Limiter,
     TokenBucket,
 )
 
@@ -135,3 +136,21 @@ def test_events_get_a_fair_share_under_a_sustained_burst() -> None:
 
     order = asyncio.run(go())
     assert order.index("event-0") == EVENT_SHARE - 1
+
+
+def test_events_have_a_bucket_of_their_own_of_the_same_size() -> None:
+    """As client-go's recorder: events spend their own tokens, never those pods and Services wait for."""
+
+    async def go() -> tuple[int, int]:
+        limiter = Limiter(qps=1.0, burst=3, clock=FakeClock())
+        events = [asyncio.create_task(limiter.acquire(PRIORITY_EVENT)) for _ in range(5)]
+        writes = [asyncio.create_task(limiter.acquire(PRIORITY_WRITE)) for _ in range(5)]
+        for _ in range(3):
+            await asyncio.sleep(0)
+        done = sum(t.done() for t in events), sum(t.done() for t in writes)
+        for t in events + writes:
+            t.cancel()
+        await asyncio.gather(*events, *writes, return_exceptions=True)
+        return done
+
+    assert asyncio.run(go()) == (3, 3)  # each its own burst of 3, with the clock standing still
