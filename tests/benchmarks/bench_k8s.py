@@ -494,6 +494,10 @@ def run_one(cfg: Config, bin_dir: Path) -> Figures:
             except subprocess.TimeoutExpired:
                 proc.kill()
         time.sleep(1.5)  # the audit log's last batch (batch-max-wait 1 s)
+        if cfg.op == "trainop" and log.exists():  # why a watch was opened again, if it was
+            reasons = [ln for ln in log.read_text(errors="replace").splitlines() if "watch error" in ln]
+            if reasons:
+                print(f"  ({len(reasons)} watch errors; first: {reasons[0][-200:]})", flush=True)
         audit_copy = Path(tempfile.mkdtemp(prefix="bench-k8s-audit-")) / "audit.log"
         if plane.audit_log.exists():
             shutil.copy(plane.audit_log, audit_copy)

@@ -63,16 +63,31 @@ class PodTimeline:
 
     def _run(self, namespace: str, job: str) -> None:
         labels = {"training.kubeflow.org/job-name": job}
-        # The stream ends with an error when stop() closes the client under it: that is its end.
-        try:
-            for typ, obj in self._client.watch(
-                r.Pod, namespace=namespace, labels=labels, on_error=self._on_error
-            ):
-                meta = obj.metadata
-                self.events.append((str(typ), str(meta.name), str(meta.uid)))
-        except Exception as exc:  # kept for the assertion message
-            if not self._stopping.is_set():
-                self.error = exc
+        # The stream ends with an error when stop() closes the client under it: that is its end. A
+        # failure lightkube does not pass to on_error (reconnecting: seen under load, an SSL EOF while
+        # connecting) starts the watch again from the last resourceVersion seen: no event is lost.
+        version: str | None = None
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                for typ, obj in self._client.watch(
+                    r.Pod,
+                    namespace=namespace,
+                    labels=labels,
+                    resource_version=version,
+                    on_error=self._on_error,
+                ):
+                    meta = obj.metadata
+                    version = meta.resourceVersion
+                    self.events.append((str(typ), str(meta.name), str(meta.uid)))
+                return
+            except Exception as exc:  # kept for the assertion message
+                failures += 1
+                if self._stopping.is_set():
+                    return
+                if failures > 20 or version is None:
+                    self.error = exc
+                    return
 
     def _on_error(self, exc: Exception, count: int) -> OnErrorResult:
         # A stream the API server or the TLS layer cuts under load (seen: an SSL read error) goes on

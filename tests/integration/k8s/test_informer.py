@@ -92,19 +92,23 @@ def test_list_watch_and_relist(cluster: Cluster) -> None:
 def test_a_watch_the_server_ends_is_opened_again_from_the_last_version_seen(cluster: Cluster) -> None:
     """The API server ends each watch after its timeoutSeconds (1 s here): the informer opens the next
     from the last resourceVersion it saw, so a change made between two watches is still delivered,
-    once, and no list is needed (a list would be a relist, counted)."""
+    once, and no list is needed (a list would be a relist, counted). ConfigMaps: nothing else in the
+    control plane changes them (kwok would update a pod's status)."""
     ns = cluster.namespace
     ours = {LABEL: "pytorchjob-controller"}
 
+    def config_map(name: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": ours}}
+
     async def go() -> tuple[list[tuple[str, str]], int, int]:
         client = build_client(KubeConfig.from_file(cluster.env.kubeconfig).get(), qps=0, burst=1)
-        inf = Informer(client, r.Pod, namespace=ns, labels={LABEL: None}, name="pods")
+        inf = Informer(client, r.ConfigMap, namespace=ns, labels={LABEL: None}, name="configmaps")
         inf.watch_timeout = (1, 1)
         seen: list[tuple[str, str]] = []
         inf.add_handlers(
             Handlers(
                 on_add=lambda o: seen.append(("add", o["metadata"]["name"])),
-                # A watch opened without a version would replay every pod as ADDED: updates here.
+                # A watch opened without a version would replay every object as ADDED: updates here.
                 on_update=lambda old, new: seen.append(("update", new["metadata"]["name"])),
                 on_delete=lambda o: seen.append(("delete", o["metadata"]["name"])),
             )
@@ -116,7 +120,7 @@ def test_a_watch_the_server_ends_is_opened_again_from_the_last_version_seen(clus
             at = client.stats.by_method_code[("GET", "200")]
             await until(lambda at=at: client.stats.by_method_code[("GET", "200")] > at)
             with cluster.env.client(namespace=ns) as c:
-                c.create(r.Pod(pod(f"p{i}", ours)))
+                c.create(r.ConfigMap(config_map(f"p{i}")))
             await until(lambda i=i: ("add", f"p{i}") in seen)
         reopened = client.stats.by_method_code[("GET", "200")] - watches
         task.cancel()

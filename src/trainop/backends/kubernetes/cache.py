@@ -20,6 +20,7 @@ from lightkube import operators
 from trainop.api.constants import API_VERSION, LABEL_APP, LABEL_OPERATOR_NAME
 from trainop.api.kinds import KIND_INFO
 from trainop.backends.kubernetes import resources as r
+from trainop.backends.kubernetes import shapes
 from trainop.backends.kubernetes.client import KubeClient
 from trainop.backends.kubernetes.informer import Handlers, Informer, Obj, compact_object, controller_ref
 from trainop.core.plugin import FrameworkPlugin, capabilities
@@ -95,7 +96,13 @@ class ClusterCache:
         selector = {LABEL_OPERATOR_NAME: operators.in_(controllers)}
         self.owned: dict[str, Informer] = {
             kind: Informer(
-                client, resource, namespace=self.namespace, labels=selector, transform=slim_owned, name=kind
+                client,
+                resource,
+                namespace=self.namespace,
+                labels=selector,
+                transform=slim_owned,
+                name=kind,
+                watch_decoder=shapes.watch_decoder(kind),  # what slim_owned keeps, decoded directly
             )
             for kind, resource in (("Pod", r.Pod), ("Service", r.Service))
         }

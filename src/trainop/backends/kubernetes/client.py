@@ -3,11 +3,11 @@
 lightkube has no rate limiter, so every request (watches included, as in client-go) passes a token
 bucket in the HTTP transport. The bucket has priority lanes: job status writes first (so a job's status
 never waits behind other jobs' creation burst), then object writes and reads. Events, best effort,
-have a bucket of their own of the same size, as client-go's event recorder has. The operator's hot writes (creating pods and
-Services, job status, Events) and its watches go as plain JSON over http1.py's kept-alive connections
-through the same bucket and counters (``DirectApi``), without lightkube's and httpx's request and
-response objects; the rest (lists, gets, leases, the CLI's reads) through lightkube. Knows nothing
-about jobs.
+have a bucket of their own of the same size, as client-go's event recorder has. The operator's hot
+writes (creating pods and Services, job status, Events) and its watches go as plain JSON over
+http1.py's kept-alive connections through the same limiter and counters (``DirectApi``), without
+lightkube's and httpx's request and response objects; the rest (lists, gets, leases, the CLI's reads)
+through lightkube. Knows nothing about jobs.
 """
 
 from __future__ import annotations

@@ -157,7 +157,9 @@ class Connection(asyncio.Protocol):
         self._answer = self._done = None
         self.closed = True
         if self.transport is not None:
-            self.transport.close()
+            # abort, not close: no TLS close_notify round trip to wait for (a loop that stops right
+            # after would leave the socket open), and nothing is left to flush on a finished answer.
+            self.transport.abort()
         if done is not None and not done.done():
             done.cancel()
         if answer is not None and answer.lines is not None:

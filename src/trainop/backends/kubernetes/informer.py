@@ -105,6 +105,11 @@ def compact_object(obj: Obj) -> Obj:
 _decode_event = msgspec.json.Decoder().decode
 
 
+def _decode_whole(line: bytes) -> tuple[str, Any, bool]:
+    event = _decode_event(line)
+    return str(event.get("type")), event.get("object"), False
+
+
 def resource_version_newer(a: str | None, b: str | None) -> bool:
     """Whether version ``a`` is newer than ``b``. Versions are opaque to clients; etcd's are integers,
     and only then is the comparison made (otherwise ``a`` is taken as newer)."""
@@ -189,7 +194,11 @@ class Informer:
         transform: Callable[[Obj], Obj | None] = compact_object,
         name: str = "",
         page_size: int = 500,
+        watch_decoder: Callable[[bytes], tuple[str, Any, bool]] | None = None,
     ) -> None:
+        """``watch_decoder``: decodes one watch line into (type, object, shaped), ``shaped`` when the
+        object is already what ``transform`` makes of it (shapes.py); by default lines are decoded
+        whole and transformed."""
         self.client = client
         self.resource = resource
         self.namespace = namespace or None
@@ -204,6 +213,7 @@ class Informer:
         # Seconds the server keeps one watch open: client-go picks 5-10 min so that many watches do
         # not reconnect at once (tests shorten it to see reconnection).
         self.watch_timeout = (300, 600)
+        self.watch_decoder = watch_decoder or _decode_whole
 
     def add_handlers(self, handlers: Handlers) -> None:
         self.handlers.append(handlers)
@@ -230,13 +240,14 @@ class Informer:
         except Exception:  # a handler bug must not kill the watch
             log.exception("informer %s: handler failed", self.name)
 
-    def apply_event(self, kind: str, obj: Obj) -> None:
-        """Fold one watch event into the store and call the handlers."""
+    def apply_event(self, kind: str, obj: Obj, *, shaped: bool = False) -> None:
+        """Fold one watch event into the store and call the handlers (``shaped``: ``obj`` is already
+        what ``transform`` makes of it)."""
         if kind == "DELETED":
             old = self.store.remove(obj_key(obj))
             self._emit_delete(old if old is not None else obj)
             return
-        new = self.transform(obj)
+        new = obj if shaped else self.transform(obj)
         if new is None:  # not ours (e.g. a ConfigMap with an `app` label but no MPIJob owner)
             old = self.store.remove(obj_key(obj))
             if old is not None:
@@ -337,6 +348,7 @@ class Informer:
         ns = self._list_namespace()
         namespace = None if ns is None or ns == ALL_NS else ns
         errors = 0
+        decode = self.watch_decoder
         while True:
             opened = time.monotonic()
             try:
@@ -349,15 +361,14 @@ class Informer:
                         server_timeout=random.randint(*self.watch_timeout),
                     ):
                         for line in batch:
-                            event = _decode_event(line)
-                            kind, obj = event.get("type"), event.get("object")
+                            kind, obj, shaped = decode(line)
                             if kind == "ERROR":
                                 raise watch_error(obj)
                             if not isinstance(obj, dict):
                                 continue
                             rv = _rv(obj) or rv
                             if kind != "BOOKMARK":
-                                self.apply_event(str(kind), obj)
+                                self.apply_event(kind, obj, shaped=shaped)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
