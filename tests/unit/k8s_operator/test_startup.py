@@ -54,3 +54,15 @@ def test_main_returns_with_the_collector_on(argv: list[str], env: dict[str, str]
     )
     base = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
     assert run_python(code, {**base, **env}) == want
+
+
+def test_end_of_start_up_freezes_and_collects_with_the_operators_thresholds() -> None:
+    code = (
+        "import gc, json\n"
+        "from trainop.operator.__main__ import GC_THRESHOLDS, end_startup_gc_pause\n"
+        "gc.disable()\n"
+        "end_startup_gc_pause()\n"
+        "frozen = gc.get_freeze_count() > 0\n"
+        "print(json.dumps([gc.isenabled(), frozen, gc.get_threshold() == GC_THRESHOLDS]))\n"
+    )
+    assert run_python(code) == [True, True, True]
