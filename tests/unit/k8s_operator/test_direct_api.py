@@ -56,6 +56,11 @@ def test_a_request_is_one_buffer_with_the_headers_lightkube_sends() -> None:
     assert "Authorization: Bearer abc\r\n" in head
     assert "Accept-Encoding: identity\r\n" in head
     assert head.endswith("\r\n") and not head.endswith("\r\n\r\n")  # Content-* and the blank line follow
+    put = d._encode_request("PUT", "/x", {"a": 1}, "application/json")
+    head_bytes, _, body = put.partition(b"\r\n\r\n")
+    assert body == b'{"a":1}'
+    assert b"Content-Type: application/json\r\nContent-Length: 7" in head_bytes
+    assert d._encode_request("GET", "/x", None, "application/json").endswith(b"\r\n\r\n")
 
 
 def test_an_error_answer_is_lightkubes_api_error_with_the_servers_status() -> None:

@@ -351,17 +351,10 @@ class DirectApi:
         content_type: str = "application/json",
         decode: bool = True,
     ) -> Any:
-        """Send ``body`` (encoded once) and return the decoded answer (None unless ``decode``)."""
-        data = None if body is None else _encode(body)
+        """Send ``body`` and return the decoded answer (None unless ``decode``)."""
         target = path + self._query
         for attempt in range(2):
-            head = self._head(method, target)
-            if data is None:
-                request = (head + "\r\n").encode()
-            else:
-                head += f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n"
-                request = head.encode() + data
-            code, answer = await self._send(method, request)
+            code, answer = await self._send(method, target, body, content_type)
             if code == 401 and attempt == 0 and self._auth.refresh():
                 continue
             break
@@ -369,13 +362,24 @@ class DirectApi:
             raise _api_error(code, answer)
         return _decode(answer) if decode and answer else None
 
-    async def _send(self, method: str, request: bytes) -> tuple[int, bytes]:
+    def _encode_request(self, method: str, target: str, body: Any, content_type: str) -> bytes:
+        head = self._head(method, target)
+        if body is None:
+            return (head + "\r\n").encode()
+        data = _encode(body)
+        head += f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n"
+        return head.encode() + data
+
+    async def _send(self, method: str, target: str, body: Any, content_type: str) -> tuple[int, bytes]:
         priority = _priority.get()
         activity = self._activity if priority < PRIORITY_EVENT else None
         if activity is not None:
             activity.inflight += 1
         try:
             await self._limiter.acquire(priority)
+            # Encoded once it holds its token: a burst's waiting requests do not each hold their bytes
+            # (1,002 creates for one job of 500 workers).
+            request = self._encode_request(method, target, body, content_type)
             pool = self.status_pool if priority == PRIORITY_STATUS else self.pool
             try:
                 code, answer = await pool.request(request, self._timeout)
