@@ -92,6 +92,9 @@ class Plan:
     metrics: list[str] = field(default_factory=list)
     # True when the job is not ours to manage (managedBy, §4.11): the backend writes nothing.
     skipped: bool = False
+    # ``status`` as Kubernetes JSON when the pass rendered it (to compare it with the stored one), for
+    # the backend to write as is; None: render it. Not part of what a Plan decides.
+    status_json: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def deletes_job(self) -> bool:

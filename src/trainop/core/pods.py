@@ -35,6 +35,19 @@ def detect_name(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or _EMPTY).get("name") or "")
 
 
+def detect_pod_fields(pod: dict[str, Any], label: str) -> tuple[str, str, bool, str | None]:
+    """(name, phase, deleting, the value of label ``label``): what a pass reads of every pod, in one
+    look-up (``detect_name``, ``detect_phase``, ``detect_deleting``, ``detect_label``)."""
+    meta = pod.get("metadata") or _EMPTY
+    value = (meta.get("labels") or _EMPTY).get(label)
+    return (
+        str(meta.get("name") or ""),
+        str((pod.get("status") or _EMPTY).get("phase") or ""),
+        bool(meta.get("deletionTimestamp")),
+        value if isinstance(value, str) else None,
+    )
+
+
 def detect_uid(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or _EMPTY).get("uid") or "")
 

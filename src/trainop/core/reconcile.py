@@ -15,6 +15,7 @@ from typing import Any
 from trainop.api.common import JobCondition, JobStatus, ReplicaSpec, ReplicaStatus, TrainingJob
 from trainop.api.constants import (
     ANNOTATION_EFFECTIVE_FAILURE_POLICY,
+    COND_CREATED,
     COND_FAILED,
     COND_RESTARTING,
     COND_RUNNING,
@@ -58,7 +59,7 @@ from trainop.core.pods import (
     detect_exit_code,
     detect_label,
     detect_name,
-    detect_phase,
+    detect_pod_fields,
 )
 from trainop.core.policies.backoff import (
     build_backoff_message,
@@ -102,6 +103,7 @@ from trainop.core.status import (
     compute_succeeded_fixup,
     compute_suspended_counts,
     detect_condition,
+    detect_condition_kept,
     detect_finished,
     detect_true,
     set_condition,
@@ -290,11 +292,14 @@ class _Pass:
         plan = self.plan
         if plan.deletes_job:
             plan.status_changed = False  # the job is gone; there is no status to write
-        else:
+        elif self.status != self.previous:
             # Model equality first (cheap); JSON equality decides when the models differ only in form.
-            plan.status_changed = (
-                self.status != self.previous and self.status.to_dict() != self.previous.to_dict()
-            )
+            rendered = self.status.to_dict()
+            plan.status_changed = rendered != self.previous.to_dict()
+            if plan.status_changed:
+                plan.status_json = rendered
+        else:
+            plan.status_changed = False
         return plan
 
     # -- bookkeeping --------------------------------------------------------------------------------
@@ -316,6 +321,8 @@ class _Pass:
         self.plan.requeue_after = seconds if current is None else min(current, seconds)
 
     def _set(self, ctype: str, status: str, reason: str, message: str) -> bool:
+        if detect_condition_kept(self.status, ctype, status, reason):
+            return False  # most passes: the condition holds already (no need to build it)
         return set_condition(self.status, build_condition(ctype, status, reason, message, self.stamp))
 
     # -- steps ----------------------------------------------------------------------------------
@@ -333,6 +340,8 @@ class _Pass:
     def _add_created(self) -> None:
         # Upstream adds Created in the informer's create handler and counts the job there, again on
         # every operator restart (§9.11); counting when the condition is really added counts each job once.
+        if detect_condition_kept(self.status, COND_CREATED, TRUE, f"{self.kind}Created"):
+            return  # every pass after the first (build_created's type, status and reason)
         if set_condition(self.status, build_created(self.kind, self.name, self.stamp)):
             self.plan.metrics.append(METRIC_CREATED)
 
@@ -416,12 +425,13 @@ class _Pass:
             if newest > self.restarts.attempt:
                 self.restarts = RestartCount(newest, self.restarts.counted)
         for i, obj in enumerate(self.observed.pods):
-            pod = _Pod(obj, detect_name(obj), detect_phase(obj), detect_deleting(obj))
+            name, phase, deleting, label = detect_pod_fields(obj, LABEL_REPLICA_TYPE)
+            pod = _Pod(obj, name, phase, deleting)
             if attempts and attempts[i] < self.restarts.attempt:
                 pod.old = True
                 self.recreating = True
             self.pods.append(pod)
-            owner = by_label.get(detect_label(obj, LABEL_REPLICA_TYPE) or "")
+            owner = by_label.get(label or "")
             if owner is None:
                 continue
             owner.pods.append(pod)

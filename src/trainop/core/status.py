@@ -59,6 +59,18 @@ def detect_finished(status: JobStatus | None) -> bool:
     return detect_true(status, COND_SUCCEEDED) or detect_true(status, COND_FAILED)
 
 
+def detect_condition_kept(status: JobStatus, ctype: str, cstatus: str, reason: str | None) -> bool:
+    """Whether ``set_condition`` would leave ``status`` as it is for a condition of this type, status
+    and reason (Failed is True, or the condition is already there): a pass can skip building it."""
+    current = None
+    for c in status.conditions or ():
+        if c.type == COND_FAILED and c.status == TRUE:
+            return True
+        if current is None and c.type == ctype:
+            current = c
+    return current is not None and current.status == cstatus and current.reason == reason
+
+
 def set_condition(status: JobStatus, cond: JobCondition) -> bool:
     """Apply one condition with upstream's setCondition rules (§4.1); True when ``status`` changed.
 

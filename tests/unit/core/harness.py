@@ -41,7 +41,10 @@ def run(
     extras: dict[str, list[dict[str, Any]]] | None = None,
 ) -> Plan:
     observed = Observed(job, list(pods), list(services), extras or {})
-    return reconcile(job, observed, REGISTRY.get(job.kind), ServiceTopology(), now)
+    plan = reconcile(job, observed, REGISTRY.get(job.kind), ServiceTopology(), now)
+    # What the Kubernetes backend writes when the pass rendered it: the status itself.
+    assert plan.status_json is None or (plan.status_changed and plan.status_json == plan.status.to_dict())
+    return plan
 
 
 def describe_action(action: Any) -> tuple[str, ...]:

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from trainop.api.common import JobStatus
-from trainop.core.status import build_condition, build_replica_status, compute_succeeded_fixup, set_condition
+from trainop.core.status import (
+    build_condition,
+    build_replica_status,
+    compute_succeeded_fixup,
+    detect_condition_kept,
+    set_condition,
+)
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T1 = T0 + timedelta(seconds=30)
@@ -112,9 +118,11 @@ def test_set_condition(
     before: list[dict[str, Any]], new: dict[str, Any], want: list[dict[str, Any]], want_changed: bool
 ) -> None:
     status = status_of(*before)
+    # What a pass checks first, to skip building a condition that would change nothing.
+    kept = detect_condition_kept(status, new["type"], new["status"], new["reason"])
     cond = build_condition(new["type"], new["status"], new["reason"], new["message"], T1)
     changed = set_condition(status, cond)
-    assert (status.to_dict().get("conditions"), changed) == (want, want_changed)
+    assert (status.to_dict().get("conditions"), changed, kept) == (want, want_changed, not want_changed)
 
 
 def test_set_condition_leaves_the_input_conditions_alone() -> None:

@@ -173,7 +173,7 @@ class PlanApplier:
         res = r.JOB_RESOURCES[kind]
         meta = job.get("metadata") or {}
         ns, name = meta.get("namespace") or "default", meta["name"]
-        status = plan.status.to_dict()
+        status = plan.status_json if plan.status_json is not None else plan.status.to_dict()
         uid = str(meta.get("uid") or "")
         wait = self.coalescer.wait(uid, job.get("status") or {}, status)
         if wait > 0:

@@ -97,6 +97,8 @@ class KubernetesJobBackend:
         self._expect(key, out)
 
     def _expect(self, key: JobKey, out: ApplyOutcome) -> None:
+        if not out.created and not out.deleted:
+            return  # nothing to expect (most passes): no second look-up of the job's objects
         self.expectations.expect(key, now=self._clock(), adds=out.created, deletes=out.deleted)
         # Objects the informer already showed (fast watch) must not stay pending.
         uid = job_uid(self.cache.get_job(key) or {})

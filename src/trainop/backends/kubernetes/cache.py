@@ -190,6 +190,12 @@ class ClusterCache:
             enqueue(job_key_of(obj))
 
         def job_updated(old: Obj, new: Obj) -> None:
+            if _rv(old) == _rv(new):
+                # The cache already held this very version: the one the operator stored after its own
+                # status write (put_newer), now echoed by the watch. The pass that wrote it decided on
+                # everything it holds; queueing the job again only repeated that pass (issue 16: at
+                # 500 x (1+3) every job update is such an echo, one per status write).
+                return
             enqueue(job_key_of(new))
 
         for inf in self.jobs.values():
@@ -198,9 +204,7 @@ class ClusterCache:
         def owned_handler(kind: str, change: str) -> Callable[..., None]:
             def handle(*objs: Obj) -> None:
                 obj = objs[-1]
-                if change == "update" and (objs[0].get("metadata") or {}).get("resourceVersion") == (
-                    obj.get("metadata") or {}
-                ).get("resourceVersion"):
+                if change == "update" and _rv(objs[0]) == _rv(obj):
                     return  # resync without a change
                 owner = owner_job_key(obj, kinds)
                 if owner is None:
@@ -226,6 +230,10 @@ class ClusterCache:
                     on_delete=owned_handler(kind, "delete"),
                 )
             )
+
+
+def _rv(obj: Obj) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
 
 
 def job_uid(obj: Obj) -> str:
