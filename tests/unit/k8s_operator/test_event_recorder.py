@@ -122,3 +122,19 @@ def test_a_series_is_requeued_when_repeats_arrive_while_it_is_being_sent() -> No
     assert c.observe(spec()) is None  # in flight: remembered as dirty
     assert c.mark_sent(s, 1, "job.1") is s  # sent count 1 < 2: send again
     assert c.mark_sent(s, 2, "job.1") is None
+
+
+def test_the_cache_evicts_the_oldest_sent_series_and_never_a_pending_one() -> None:
+    c = EventCorrelator(clock=Clock(), cache_size=3)
+    pending = [c.observe(spec(name=f"p{i}", message="m")) for i in range(2)]  # queued, never sent
+    done = [c.observe(spec(name=f"d{i}", message="m")) for i in range(3)]
+    sent_all(c, done)
+    assert all(s is not None for s in pending + done)
+    # Full with pending series in front: each new series evicts the oldest sent one, not them.
+    c.observe(spec(name="new1", message="m"))
+    c.observe(spec(name="new2", message="m"))
+    names = sorted(s.involved["name"] for s in c._series.values())
+    assert names == ["new1", "new2", "p0", "p1"]  # over the size: new1/new2 are pending too
+    # A repeat of an evicted series starts a new one (a first occurrence again, sent).
+    again = c.observe(spec(name="d0", message="m"))
+    assert again is not None and again.count == 1

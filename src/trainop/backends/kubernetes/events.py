@@ -173,9 +173,9 @@ class EventCorrelator:
         if s is None:
             s = Series(spec.involved, spec.type, spec.reason, message, spec.component, spec.at, spec.at, okey)
             self._series[key] = s
+            s.queued = True  # (before evicting: the new series is in use, not the one to evict)
             self._evict()
             self._take(okey, force=True)  # a first occurrence is never dropped nor held back
-            s.queued = True
             return s
         self._series.move_to_end(key)
         s.count += 1
@@ -196,13 +196,19 @@ class EventCorrelator:
         return None
 
     def _evict(self) -> None:
-        while len(self._series) > self._cache_size:
-            for k, old in self._series.items():
-                if not (old.queued or old.inflight or old.deferred):
-                    del self._series[k]
-                    break
-            else:
-                return  # everything is pending: keep it (never drop)
+        # The oldest series that is not pending goes. A pending one (waiting to be sent: under a
+        # creation burst, hundreds) moves to the back as in use, so the next eviction does not scan
+        # past it again (that rescan was 0.8 % of the operator's CPU at 500 x (1+3)).
+        series = self._series
+        turns = len(series)
+        while len(series) > self._cache_size and turns > 0:
+            key, old = next(iter(series.items()))
+            if old.queued or old.inflight or old.deferred:
+                series.move_to_end(key)
+                turns -= 1
+                continue
+            del series[key]
+        # (everything pending: kept, never dropped)
 
     def begin_send(self, s: Series) -> None:
         s.queued, s.inflight = False, True
