@@ -96,7 +96,8 @@ class Controller(Generic[K]):
             return
         self.queue.forget(key)
         if result.requeue_after is not None:
-            self.queue.add_after(key, result.requeue_after)
+            # A pass the job asked for (held-back status, expectations, a deadline): urgent.
+            self.queue.add_after(key, result.requeue_after, urgent=True)
             self._metrics.observe(key, "requeue_after", self._clock() - t0)
         else:
             self._metrics.observe(key, "success", self._clock() - t0)

@@ -201,7 +201,10 @@ class Operator:
             ",".join(cfg.kinds), cfg.namespace or "<all>", cfg.controller_threads, cfg.qps, cfg.burst,
             cfg.leader_elect,
         )  # fmt: skip
-        self.cache.subscribe(self.queue.add, self.backend.on_owned_change)
+        # A change of a job's pods or Services is urgent: that job runs (workqueue.py).
+        self.cache.subscribe(
+            self.queue.add, self.backend.on_owned_change, enqueue_owned=self.queue.add_urgent
+        )
         await self._check_crds()
         try:
             async with asyncio.TaskGroup() as tg:

@@ -38,6 +38,58 @@ def test_dedup(adds: list[str], want: list[str]) -> None:
     assert run(go()) == want
 
 
+@pytest.mark.parametrize(
+    ("adds", "want"),
+    [
+        pytest.param(
+            [("new1", False), ("new2", False), ("run1", True), ("new3", False), ("run2", True)],
+            ["run1", "run2", "new1", "new2", "new3"],
+            id="urgent keys first, each lane in order",
+        ),
+        pytest.param(
+            [("a", False), ("b", False), ("c", False), ("b", True)],
+            ["b", "a", "c"],
+            id="a waiting key moves to the urgent lane, once",
+        ),
+        pytest.param(
+            [("a", True), ("a", False), ("b", False)],
+            ["a", "b"],
+            id="a plain add never demotes an urgent key",
+        ),
+    ],
+)
+def test_urgent_lane(adds: list[tuple[str, bool]], want: list[str]) -> None:
+    """A running job's pass (its pods changed) goes before new jobs (issue 16)."""
+
+    async def go() -> list[str]:
+        q: WorkQueue[str] = WorkQueue()
+        for k, urgent in adds:
+            q.add(k, urgent=urgent)
+        assert len(q) == len(want)
+        got = []
+        while len(q):
+            k = await q.get()
+            got.append(k)
+            q.done(k)
+        return got
+
+    assert run(go()) == want
+
+
+def test_an_urgent_add_while_processing_requeues_the_key_in_the_urgent_lane() -> None:
+    async def go() -> list[str]:
+        q: WorkQueue[str] = WorkQueue()
+        q.add("a")
+        k = await q.get()
+        q.add("b")
+        q.add("a", urgent=True)  # its pods changed while its pass ran
+        q.done(k)
+        got = [await q.get(), await q.get()]
+        return got
+
+    assert run(go()) == ["a", "b"]
+
+
 def test_key_added_while_processing_is_handed_out_only_after_done() -> None:
     async def go() -> list[str]:
         q: WorkQueue[str] = WorkQueue()

@@ -182,8 +182,16 @@ class ClusterCache:
             inf.put_newer(obj)
 
     # --- change routing ---------------------------------------------------------------------------
-    def subscribe(self, enqueue: Callable[[JobKey], None], on_owned: OwnedChange | None = None) -> None:
-        """Call ``enqueue(job key)`` on every change of a job or of an object a job controls."""
+    def subscribe(
+        self,
+        enqueue: Callable[[JobKey], None],
+        on_owned: OwnedChange | None = None,
+        *,
+        enqueue_owned: Callable[[JobKey], None] | None = None,
+    ) -> None:
+        """Call ``enqueue(job key)`` on every change of a job, and ``enqueue_owned`` (default:
+        ``enqueue``) on every change of an object a job controls."""
+        enqueue_for_owned = enqueue_owned or enqueue
         kinds = set(self.kinds)
 
         def job_changed(obj: Obj, *_: Obj) -> None:
@@ -218,7 +226,7 @@ class ClusterCache:
                 if on_owned is not None:
                     on_owned(key, kind, name, change)
                 if job is not None:
-                    enqueue(key)
+                    enqueue_for_owned(key)
 
             return handle
 
