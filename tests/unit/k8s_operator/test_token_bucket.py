@@ -11,6 +11,7 @@ from trainop.backends.kubernetes.client import (
     PRIORITY_EVENT,
     PRIORITY_STATUS,
     PRIORITY_WRITE,
+    Activity,
     Limiter,
     TokenBucket,
 )
@@ -154,3 +155,28 @@ def test_events_have_a_bucket_of_their_own_of_the_same_size() -> None:
         return done
 
     assert asyncio.run(go()) == (3, 3)  # each its own burst of 3, with the clock standing still
+
+
+def test_while_other_requests_go_events_get_a_tenth_of_their_rate() -> None:
+    """Best effort: during a burst events neither take the API server from pods and status nor pile
+    up to flood it right after; once the other requests pause, they have their whole rate."""
+
+    async def go(busy: bool) -> int:
+        clock = FakeClock()
+        activity = Activity(clock=clock)
+        if busy:
+            activity.inflight = 1  # a create waiting for its token
+        else:
+            clock.t = 100.0  # the last request ended long ago
+        limiter = Limiter(qps=10.0, burst=30, clock=clock, activity=activity)
+        events = [asyncio.create_task(limiter.acquire(PRIORITY_EVENT)) for _ in range(40)]
+        for _ in range(3):
+            await asyncio.sleep(0)
+        done = sum(t.done() for t in events)
+        for t in events:
+            t.cancel()
+        await asyncio.gather(*events, return_exceptions=True)
+        return done
+
+    assert asyncio.run(go(busy=True)) == 3  # a tenth of the burst: 30 // EVENT_SHARE
+    assert asyncio.run(go(busy=False)) == 30

@@ -136,20 +136,39 @@ class TokenBucket:
             await asyncio.sleep((1.0 - self._tokens) / self.qps)
 
 
+# Events wait for this long a pause in the other requests before they may use their whole rate.
+EVENT_QUIET_S = 1.0
+
+
 class Limiter:
     """The client's rate limits: one token bucket (with its priority lanes) for every request but
-    Events, and one of the same size for Events. client-go's event recorder sends through a client, and
-    so a token bucket, of its own (controller-runtime's recorder provider builds a second clientset
-    from the same rest.Config); sharing one bucket made Events take a tenth of the tokens that pods
-    and Services wait for during a creation burst (500 x (1+3) at 200/400: all objects 23 s instead
-    of ~19 s, issue 16). Events still wait for a quiet moment (``Activity``) before they go."""
+    Events, and one of the same size for Events, as client-go's event recorder sends through a client,
+    and so a token bucket, of its own (controller-runtime builds it a second clientset from the same
+    rest.Config). While other requests are going (none has paused for ``EVENT_QUIET_S``), events are
+    further held to ``1 / EVENT_SHARE`` of the rate: best effort, they must not take the API server's
+    time from the pods, Services and status writes of a burst, nor pile up to flood it right after
+    (issue 16: sharing one bucket made 500 x (1+3) at 200/400 create its objects in 23 s instead of
+    ~21 s; holding all events until a pause delayed the last jobs' Running by 7-13 s)."""
 
-    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        clock: Callable[[], float] = time.monotonic,
+        activity: Activity | None = None,
+    ) -> None:
         self.requests = TokenBucket(qps, burst, clock)
         self.events = TokenBucket(qps, burst, clock)
+        self.busy_events = TokenBucket(qps / EVENT_SHARE, max(1, burst // EVENT_SHARE), clock)
+        self.activity = activity
 
     async def acquire(self, priority: int = PRIORITY_READ) -> None:
-        await (self.events if priority == PRIORITY_EVENT else self.requests).acquire(priority)
+        if priority != PRIORITY_EVENT:
+            await self.requests.acquire(priority)
+            return
+        if self.activity is not None and self.activity.quiet_for() < EVENT_QUIET_S:
+            await self.busy_events.acquire(priority)
+        await self.events.acquire(priority)
 
 
 @dataclass
@@ -170,8 +189,8 @@ class RequestStats:
 
 
 class Activity:
-    """Requests other than Events in flight, and when the last one ended: Events wait for a quiet
-    moment, so under load they never take API server capacity from pods, Services or status."""
+    """Requests other than Events in flight (waiting for a token included), and when the last one
+    ended: while they go, Events are held to a fraction of their rate (``Limiter``)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.inflight = 0
@@ -180,12 +199,6 @@ class Activity:
 
     def quiet_for(self) -> float:
         return 0.0 if self.inflight else self._clock() - self.last_done
-
-    async def wait_quiet(self, quiet: float = 0.3, max_wait: float = 30.0) -> None:
-        """Until no request has been in flight for ``quiet`` seconds, but never longer than ``max_wait``."""
-        deadline = self._clock() + max_wait
-        while self.quiet_for() < quiet and self._clock() < deadline:
-            await asyncio.sleep(max(0.02, quiet - self.quiet_for()))
 
 
 class LimitedTransport(httpx.AsyncBaseTransport):
@@ -549,9 +562,9 @@ def build_client(
             f"kubeconfig context {config.context_name!r} names no user: add one (token or client certificate)"
         )
     ssl_ctx = client_adapter.verify_cluster(config.cluster, config.user, config.abs_file)
-    limiter = Limiter(qps, burst)
-    stats = RequestStats()
     activity = Activity()
+    limiter = Limiter(qps, burst, activity=activity)
+    stats = RequestStats()
 
     def transport(connections: int) -> httpx.AsyncBaseTransport:
         return httpx.AsyncHTTPTransport(

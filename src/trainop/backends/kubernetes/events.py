@@ -310,8 +310,6 @@ class EventRecorder:
         while True:
             s = await self._queue.get()
             try:
-                # Best effort: yield the API server to pods, Services and status while they are busy.
-                await self.client.activity.wait_quiet()
                 self.correlator.begin_send(s)
                 count, name = await self._send(s)
                 self.sent += 1
