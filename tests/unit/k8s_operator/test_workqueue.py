@@ -15,6 +15,16 @@ def run(coro):  # type: ignore[no-untyped-def]
     return asyncio.run(coro)
 
 
+async def drain(q: WorkQueue[str]) -> list[str]:
+    """Every key waiting, in the order a worker gets them."""
+    got = []
+    while len(q):
+        k = await q.get()
+        got.append(k)
+        q.done(k)
+    return got
+
+
 @pytest.mark.parametrize(
     ("adds", "want"),
     [
@@ -28,12 +38,7 @@ def test_dedup(adds: list[str], want: list[str]) -> None:
         q: WorkQueue[str] = WorkQueue()
         for k in adds:
             q.add(k)
-        got = []
-        while len(q):
-            k = await q.get()
-            got.append(k)
-            q.done(k)
-        return got
+        return await drain(q)
 
     assert run(go()) == want
 
@@ -66,12 +71,7 @@ def test_urgent_lane(adds: list[tuple[str, bool]], want: list[str]) -> None:
         for k, urgent in adds:
             q.add(k, urgent=urgent)
         assert len(q) == len(want)
-        got = []
-        while len(q):
-            k = await q.get()
-            got.append(k)
-            q.done(k)
-        return got
+        return await drain(q)
 
     assert run(go()) == want
 
