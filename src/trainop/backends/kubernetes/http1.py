@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import ssl
 import time
 from collections.abc import AsyncIterator
@@ -104,6 +105,8 @@ class Connection(asyncio.Protocol):
         self.idle_since = time.monotonic()
         self.received = False  # any byte of the current answer arrived
         self._buf = bytearray()
+        # Done once the transport is gone (Pool.close waits for it, so no socket outlives the loop).
+        self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._answer: _Answer | None = None
         self._done: asyncio.Future[tuple[int, bytes]] | None = None
 
@@ -127,6 +130,8 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if not self.lost.done():
+            self.lost.set_result(None)
         answer = self._answer
         if answer is None:
             return
@@ -156,9 +161,13 @@ class Connection(asyncio.Protocol):
         answer, done = self._answer, self._done
         self._answer = self._done = None
         self.closed = True
-        if self.transport is not None:
-            # abort, not close: no TLS close_notify round trip to wait for (a loop that stops right
-            # after would leave the socket open), and nothing is left to flush on a finished answer.
+        if self.transport is not None and not self.transport.is_closing():
+            # Stop reading, then drop the socket: a TLS close_notify exchange gains nothing on a
+            # connection whose answers are complete or abandoned, and uvloop reports bytes that
+            # arrive while its TLS layer shuts down (a watch's next event) as a fatal error with a
+            # traceback (seen at SIGTERM during start-up, test_operator_faults).
+            with contextlib.suppress(Exception):
+                self.transport.pause_reading()
             self.transport.abort()
         if done is not None and not done.done():
             done.cancel()
@@ -317,6 +326,7 @@ class Pool:
         self._open = 0  # connections of ``request``, idle or busy
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._streams: set[Connection] = set()
+        self._all: set[Connection] = set()  # every connection not yet gone (for close)
         self.connects = 0  # connections opened (tests, metrics)
 
     async def _connect(self) -> Connection:
@@ -335,6 +345,8 @@ class Pool:
         except (OSError, ssl.SSLError) as exc:
             raise TransportError(f"cannot connect to {self.origin.host_header}: {exc}") from exc
         self.connects += 1
+        self._all.add(conn)
+        conn.lost.add_done_callback(lambda _: self._all.discard(conn))
         return conn
 
     async def _acquire(self) -> Connection:
@@ -433,11 +445,19 @@ class Pool:
         conn.close()
         self._streams.discard(conn)
 
-    async def close(self) -> None:
-        for conn in [*self._idle, *self._streams]:
+    async def close(self, wait: float = 2.0) -> None:
+        """Close every connection and wait (at most ``wait`` seconds) until they are gone: a TLS
+        connection closes after its close_notify, and a socket must not outlive the event loop."""
+        for conn in list(self._all):
             conn.close()
         self._idle.clear()
         self._streams.clear()
+        pending = [c.lost for c in self._all if not c.lost.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=wait)
+        for conn in list(self._all):  # the server never answered the close: drop the socket
+            if conn.transport is not None:
+                conn.transport.abort()
 
 
 class Stream:
