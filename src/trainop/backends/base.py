@@ -69,7 +69,8 @@ def is_finished(job: TrainingJob) -> bool:
 
 class ContainerRun(Protocol):
     """One run (attempt) of one container of a replica: a local process, or what a pod's container
-    status says on a cluster. ``finished_at`` (epoch seconds) is None while it runs."""
+    status says on a cluster. ``started_at`` and ``finished_at`` are epoch seconds; ``finished_at``
+    is None while it runs, ``started_at`` None where the cluster does not say."""
 
     @property
     def pod(self) -> str: ...
@@ -79,6 +80,8 @@ class ContainerRun(Protocol):
     def attempt(self) -> int: ...
     @property
     def exit_code(self) -> int | None: ...
+    @property
+    def started_at(self) -> float | None: ...
     @property
     def finished_at(self) -> float | None: ...
 
@@ -107,10 +110,12 @@ class JobFeed(Protocol):
         ...
 
     def tails(
-        self, labels: set[str], defaults: set[str], *, finished_only: bool
+        self, labels: set[str], defaults: set[str], *, finished_only: bool, final: bool = False
     ) -> dict[str, list[str] | None]:
-        """The last lines of each replica in ``labels`` (its latest run, a default container first);
-        None for a replica whose output cannot be read (a cluster serving no logs for its pod)."""
+        """The last lines of each replica in ``labels`` (its latest run, or its latest finished run with
+        ``finished_only``; a default container first); None for a replica whose output cannot be read
+        (a cluster serving no logs for its pod). ``final``: for the job's ending, when a moment may be
+        spent to learn whether the output can be read."""
         ...
 
     def running_replicas(self) -> list[str]:

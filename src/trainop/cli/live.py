@@ -228,13 +228,30 @@ def _with_tail(head: str, label: str, tail: Sequence[str] | None) -> list[str]:
     return [head + "; its last lines:", *(f"  {label} | {t}" for t in tail[-TAIL_LINES:])]
 
 
+def detect_finish_time(job: TrainingJob) -> float | None:
+    """When the job finished (its Succeeded or Failed condition's transition, to the second), if it has."""
+    for cond in (job.status.conditions if job.status else None) or []:
+        if cond.type in ("Succeeded", "Failed") and cond.status == "True" and cond.last_transition_time:
+            return cond.last_transition_time.timestamp()
+    return None
+
+
 def detect_failed_replica(
-    job_name: str, processes: Sequence[ContainerRun], views: Sequence[ReplicaView]
+    job_name: str,
+    processes: Sequence[ContainerRun],
+    views: Sequence[ReplicaView],
+    finished: float | None = None,
 ) -> tuple[str, str, Exit, int] | None:
     """(label, pod, exit, others): the replica whose process failed first, with how it ended; ``others``
-    counts the further replicas that ended non-zero (often killed by the job's own cleanup)."""
+    counts the further replicas that ended non-zero (often killed by the job's own cleanup).
+
+    Each container's last run counts, as of ``finished`` (the job's end): a run started after it is a
+    restart that cleanPodPolicy None leaves to the restartPolicy (a crash loop goes on), which cannot
+    be why the job failed, so the run before it counts."""
     latest: dict[tuple[str, str], ContainerRun] = {}
     for p in processes:
+        if finished is not None and p.started_at is not None and p.started_at > finished:
+            continue
         key = (p.pod, p.container)
         if key not in latest or p.attempt > latest[key].attempt:
             latest[key] = p
@@ -268,7 +285,7 @@ def build_failure_summary(
     for cond in (job.status.conditions if job.status else None) or []:
         if cond.type == state and cond.message:
             lines.append(f"  {cond.reason}: {cond.message}")
-    culprit = detect_failed_replica(job.name, processes, views)
+    culprit = detect_failed_replica(job.name, processes, views, detect_finish_time(job))
     logs_hint = ""
     if culprit is not None:
         label, _, e, others = culprit
@@ -288,18 +305,37 @@ def build_failure_summary(
     return lines
 
 
-def build_leftover_note(job: TrainingJob, running: Sequence[str], flags: str = "") -> list[str]:
+_LEFT_PHASES = frozenset({"Running", "CrashLoopBackOff", "Pending"})
+
+
+def detect_leftovers(views: Sequence[ReplicaView], running: Sequence[str]) -> list[str]:
+    """The replicas a finished job leaves behind: a process still running, or a pod neither done nor
+    being deleted. A crash-looping pod counts whether or not its process is up at this moment: its
+    restartPolicy starts it again, as the kubelet would."""
+    terminating = {v.label for v in views if v.phase == "Terminating"}
+    return sorted({*running, *(v.label for v in views if v.phase in _LEFT_PHASES)} - terminating)
+
+
+def build_leftover_note(
+    job: TrainingJob, running: Sequence[str], flags: str = "", views: Sequence[ReplicaView] = ()
+) -> list[str]:
     """Replicas that keep running after the job finished (cleanPodPolicy None/Running leaves them):
-    say so, and how to stop them."""
+    say so, which are crash-looping (by ``views``), and how to stop them."""
     if not running:
         return []
     from trainop.api.defaults import apply_defaults
 
-    policy = apply_defaults(job).run_policy.clean_pod_policy
-    n = len(running)
+    spec = apply_defaults(job)
+    policies = {k: rs.restart_policy for k, rs in spec.replica_specs.items()}
+    looping = {v.label: policies.get(v.rtype) for v in views if v.phase == "CrashLoopBackOff"}
+    named = [
+        f"{x} (in CrashLoopBackOff: restartPolicy {looping[x]} restarts it)" if x in looping else x
+        for x in running
+    ]
+    n, policy = len(running), spec.run_policy.clean_pod_policy
     return [
         f"note: {n} replica{'s' if n != 1 else ''} still running after the job {compute_state(job)} "
-        f"(cleanPodPolicy: {policy}): {', '.join(running)}; they run until they exit, as pods do. "
+        f"(cleanPodPolicy: {policy}): {', '.join(named)}; they run until they exit, as pods do. "
         f"Stop them: trainop delete {job.name}{flags}"
     ]
 

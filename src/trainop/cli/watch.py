@@ -102,7 +102,7 @@ class RunView:
         if not fresh:
             return
         self.noticed |= {v.label for v in fresh}
-        tails = self._tails({v.label for v in fresh}, finished_only=True)
+        tails = self._tails({v.label for v in fresh})
         policies = {p["metadata"]["name"]: (p.get("spec") or {}).get("restartPolicy", "") for p in self.pods}
         for v in fresh:
             policy = str(policies.get(f"{job.name}-{v.label}", ""))
@@ -149,8 +149,10 @@ class RunView:
     def _processes(self) -> list[ContainerRun]:
         return self.feed.runs()
 
-    def _tails(self, labels: set[str], *, finished_only: bool = False) -> dict[str, list[str] | None]:
-        raw = self.feed.tails(labels, self.defaults, finished_only=finished_only)
+    def _tails(self, labels: set[str], *, final: bool = False) -> dict[str, list[str] | None]:
+        """Each replica's last lines, from its latest finished run: a restart notice's run, or the
+        failed run the ending names (its crash loop may have started it again since)."""
+        raw = self.feed.tails(labels, self.defaults, finished_only=True, final=final)
         return {label: None if lines is None else build_tail(lines) for label, lines in raw.items()}
 
     def still_running(self) -> list[str]:
@@ -174,13 +176,14 @@ class RunView:
                 f" after {self.elapsed:.1f}s",
             )
         ]
+        views = live.build_replica_views(job, self.feed.pods(), None)
         if state != "Succeeded":
-            views = live.build_replica_views(job, self.feed.pods(), None)
             processes = self._processes()
-            culprit = live.detect_failed_replica(job.name, processes, views)
-            tails = self._tails({culprit[0]}) if culprit else {}
+            culprit = live.detect_failed_replica(job.name, processes, views, live.detect_finish_time(job))
+            tails = self._tails({culprit[0]}, final=True) if culprit else {}
             out += [Text(t) for t in live.build_failure_summary(job, processes, views, tails, self.flags)]
-        note = live.build_leftover_note(job, self.still_running(), self.flags)
+        left = live.detect_leftovers(views, self.still_running())
+        note = live.build_leftover_note(job, left, self.flags, views)
         out += [Text(t, style="yellow") for t in note]
         return out
 

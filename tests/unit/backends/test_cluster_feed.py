@@ -38,8 +38,8 @@ def test_running_replicas_are_those_with_a_running_container() -> None:
 
 def test_runs_are_the_started_containers() -> None:
     assert _feed(PODS).runs() == [
-        PodRun("j-master-0", "pytorch", 0, None, None),
-        PodRun("j-worker-0", "pytorch", 0, 1, 1767225600.0),
+        PodRun("j-master-0", "pytorch", 0, None, None, None),
+        PodRun("j-worker-0", "pytorch", 0, 1, None, 1767225600.0),
     ]
 
 

@@ -84,8 +84,13 @@ T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z"
     ("pods", "want"),
     [
         pytest.param(
-            [_pod("j-worker-0", {"name": "pytorch", "restartCount": 0, "state": {"running": {}}})],
-            [PodRun("j-worker-0", "pytorch", 0, None, None)],
+            [
+                _pod(
+                    "j-worker-0",
+                    {"name": "pytorch", "restartCount": 0, "state": {"running": {"startedAt": T0}}},
+                )
+            ],
+            [PodRun("j-worker-0", "pytorch", 0, None, 1767225600.0, None)],
             id="running: one unfinished run",
         ),
         pytest.param(
@@ -96,13 +101,13 @@ T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z"
                         "name": "pytorch",
                         "restartCount": 2,
                         "lastState": {"terminated": {"exitCode": 1, "finishedAt": T0}},
-                        "state": {"terminated": {"exitCode": 137, "finishedAt": T1}},
+                        "state": {"terminated": {"exitCode": 137, "startedAt": T0, "finishedAt": T1}},
                     },
                 )
             ],
             [
-                PodRun("j-worker-0", "pytorch", 1, 1, 1767225600.0),
-                PodRun("j-worker-0", "pytorch", 2, 137, 1767225605.0),
+                PodRun("j-worker-0", "pytorch", 1, 1, None, 1767225600.0),
+                PodRun("j-worker-0", "pytorch", 2, 137, 1767225600.0, 1767225605.0),
             ],
             id="restarted then failed: the previous run and the last",
         ),

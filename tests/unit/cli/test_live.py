@@ -21,6 +21,7 @@ from trainop.cli.live import (
     build_status_lines,
     compute_state,
     detect_first_restarts,
+    detect_leftovers,
 )
 from trainop.testing.builders import FIXED_TIME, JobBuilder, pod, pytorch_job
 
@@ -155,9 +156,11 @@ def test_first_restart_is_noticed_once_with_exit_code_and_last_lines() -> None:
     )
 
 
-def proc(pod_name: str, attempt: int, code: int | None, finished: float | None) -> ProcessRow:
+def proc(
+    pod_name: str, attempt: int, code: int | None, finished: float | None, started: float = 0.0
+) -> ProcessRow:
     return ProcessRow(
-        "uid", pod_name, "pytorch", attempt, "puid", False, 1, 1, "b", 0.0, finished, code, "/x"
+        "uid", pod_name, "pytorch", attempt, "puid", False, 1, 1, "b", started, finished, code, "/x"
     )
 
 
@@ -206,6 +209,23 @@ def proc(pod_name: str, attempt: int, code: int | None, finished: float | None) 
             ],
             id="a cluster serving no logs: not 'it printed nothing'",
         ),
+        pytest.param(
+            [
+                proc("gpu-worker-0", 0, None, None),
+                proc("gpu-master-0", 0, 2, T0 - 3, started=T0 - 4),
+                proc("gpu-master-0", 1, 2, T0 - 1, started=T0 - 2),
+                proc("gpu-master-0", 2, None, None, started=T0 + 1),
+            ],
+            [ReplicaView("master-0", "Master", "Running", 2, "", Exit(2, "Error"))],
+            {"master-0": ["python: can't open file 'missing.py'"]},
+            [
+                "  PyTorchJobFailed: PyTorchJob gpu is failed because 1 Worker replica(s) failed.",
+                "  master-0 failed first: exit code 2 (Error), after 2 restarts; its last lines:",
+                "  master-0 | python: can't open file 'missing.py'",
+                "  details: trainop describe gpu; output: trainop logs gpu --replica master-0",
+            ],
+            id="a crash loop restarted after the job failed: its last run before the end is the one",
+        ),
     ],
 )
 def test_failure_summary(
@@ -226,6 +246,26 @@ def test_leftover_note_names_the_replicas_and_the_command() -> None:
         "worker-1; they run until they exit, as pods do. Stop them: trainop delete gpu -n team"
     ]
     assert build_leftover_note(job, []) == []
+
+
+def test_a_crash_looping_replica_is_left_running_whether_or_not_its_process_is_up() -> None:
+    """cleanPodPolicy None leaves a crash-looping pod to its restartPolicy: it is named as left running
+    (and as crash-looping) from its pod, not from whether its process happens to run at this moment."""
+    job = job2().restart_policy("OnFailure").condition("Failed").build()
+    views = [
+        ReplicaView("master-0", "Master", "CrashLoopBackOff", 2, "", Exit(2, "Error")),
+        ReplicaView("worker-0", "Worker", "Running", 0, "", None),
+        ReplicaView("worker-1", "Worker", "Succeeded", 0, "", Exit(0, "Completed")),
+        ReplicaView("worker-2", "Worker", "Terminating", 0, "", None),
+    ]
+    for running in (["worker-0"], ["master-0", "worker-0"], ["master-0", "worker-0", "worker-2"]):
+        left = detect_leftovers(views, running)
+        assert left == ["master-0", "worker-0"], running
+    assert build_leftover_note(job, left, "", views) == [
+        "note: 2 replicas still running after the job Failed (cleanPodPolicy: None): master-0 (in "
+        "CrashLoopBackOff: restartPolicy OnFailure restarts it), worker-0; they run until they exit, as pods "
+        "do. Stop them: trainop delete gpu"
+    ]
 
 
 @pytest.mark.parametrize(

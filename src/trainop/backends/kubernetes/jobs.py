@@ -80,6 +80,7 @@ class PodRun:
     container: str
     attempt: int
     exit_code: int | None
+    started_at: float | None
     finished_at: float | None
 
 
@@ -108,6 +109,7 @@ def build_pod_runs(pods: Sequence[Mapping[str, Any]]) -> list[PodRun]:
                         cs["name"],
                         restarts - 1,
                         int(last.get("exitCode") or 0),
+                        _ts(last.get("startedAt")),
                         _ts(last.get("finishedAt")),
                     )
                 )
@@ -115,9 +117,11 @@ def build_pod_runs(pods: Sequence[Mapping[str, Any]]) -> list[PodRun]:
             if "terminated" in state:
                 term = state["terminated"] or {}
                 code = int(term.get("exitCode") or 0)
-                out.append(PodRun(name, cs["name"], restarts, code, _ts(term.get("finishedAt")) or 0.0))
+                started, finished = _ts(term.get("startedAt")), _ts(term.get("finishedAt")) or 0.0
+                out.append(PodRun(name, cs["name"], restarts, code, started, finished))
             elif "running" in state:
-                out.append(PodRun(name, cs["name"], restarts, None, None))
+                started = _ts((state["running"] or {}).get("startedAt"))
+                out.append(PodRun(name, cs["name"], restarts, None, started, None))
     return out
 
 
@@ -651,12 +655,13 @@ class ClusterFeed:
         return list(build_pod_runs(self._pods))
 
     def tails(
-        self, labels: set[str], defaults: set[str], *, finished_only: bool
+        self, labels: set[str], defaults: set[str], *, finished_only: bool, final: bool = False
     ) -> dict[str, list[str] | None]:
-        """As the local feed's, from the lines the streams kept; None for a replica whose pod the
-        cluster serves no logs for. For the ending (not ``finished_only``: a restart notice must not
-        wait) the replicas' streams get up to a second to answer, so that is known."""
-        if not finished_only:
+        """As the local feed's, from the lines the streams kept (across a replica's restarts, so
+        ``finished_only`` changes nothing here); None for a replica whose pod the cluster serves no
+        logs for. For the ending (``final``; a restart notice must not wait) the replicas' streams get
+        up to a second to answer, so that is known."""
+        if final:
             self._start_streams(follow=False)
             pods = {f"{self.job.name}-{label}" for label in labels}
             pending = [f for (pod, _, _), f in self._streams.items() if pod in pods and not f.done()]

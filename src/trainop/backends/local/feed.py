@@ -58,7 +58,7 @@ class LocalFeed:
         return list(self._processes())
 
     def tails(
-        self, labels: set[str], defaults: set[str], *, finished_only: bool
+        self, labels: set[str], defaults: set[str], *, finished_only: bool, final: bool = False
     ) -> dict[str, list[str] | None]:
         latest: dict[str, ProcessRow] = {}
         for p in self._processes():
