@@ -1,14 +1,27 @@
-"""Suite-wide settings: the test control plane's fixtures, and how a warning found after the last
-test is reported."""
+"""Suite-wide settings: the test control plane's fixtures, the signals the commands under test start
+with, and how a warning found after the last test is reported."""
 
 from __future__ import annotations
 
 import gc
+import signal
 import warnings
 
 import pytest
 
 pytest_plugins = ["trainop.testing.testenv"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A non-interactive shell starts a background command (``make test &``, ``nohup … &``) with SIGINT
+    and SIGQUIT ignored, and every process under it inherits that. ``trainop run`` rightly keeps a
+    signal its parent ignored ignored (test_local_run_signals.py), so the Ctrl-C tests would time out
+    for how the suite was launched. The commands under test start with the default dispositions, as
+    they do from a terminal."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.hookimpl(tryfirst=True)
