@@ -329,7 +329,7 @@ class Figures:
 def operator_ua(ua: str, op: str) -> bool:
     if op == "upstream":
         return ua.startswith("training-operator")
-    return ua.startswith("python-httpx") or ua.startswith("trainop")
+    return ua.startswith("trainop-operator/")
 
 
 def analyse(cfg: Config, audit: Path, fig: Figures) -> None:
@@ -401,7 +401,7 @@ def settle(audit: Path, op: str, deadline: float, quiet: float = 4.0) -> None:
         if op == "upstream":
             seen = b'"userAgent":"training-operator' in chunk
         else:
-            seen = b'"userAgent":"python-httpx' in chunk
+            seen = b'"userAgent":"trainop-operator/' in chunk
         if seen:
             last_change = time.monotonic()
         elif time.monotonic() - last_change > quiet:

@@ -4,7 +4,9 @@ themselves run against the real apiserver in tests/integration/k8s (objects, eve
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from pathlib import Path
 
 from lightkube.config.models import User, UserExec
@@ -19,6 +21,7 @@ from trainop.backends.kubernetes.client import (
     _api_error,
     _AuthHeader,
     api_status_code,
+    user_agent,
 )
 
 
@@ -32,6 +35,7 @@ def direct(user: User | None = None, server: str = "https://127.0.0.1:6443/") ->
         activity=Activity(),
         timeout=30.0,
         field_manager="trainop",
+        user_agent=user_agent("trainop-operator"),
     )
 
 
@@ -55,6 +59,9 @@ def test_a_request_is_one_buffer_with_the_headers_lightkube_sends() -> None:
     assert "Host: 10.0.0.1:8443\r\n" in head
     assert "Authorization: Bearer abc\r\n" in head
     assert "Accept-Encoding: identity\r\n" in head
+    assert re.search(
+        r"\r\nUser-Agent: trainop-operator/\d+\.\d+\.\d+ \(\w+/\w+\) python/3\.\d+\.\d+\r\n", head
+    )
     assert head.endswith("\r\n") and not head.endswith("\r\n\r\n")  # Content-* and the blank line follow
     put = d._encode_request("PUT", "/x", {"a": 1}, "application/json")
     head_bytes, _, body = put.partition(b"\r\n\r\n")
@@ -103,3 +110,27 @@ def test_a_token_file_is_read_again_on_refresh(tmp_path: Path) -> None:
     assert auth.value == "Bearer one"
     token.write_text("two\n")  # the kubelet rotated it
     assert auth.refresh() and auth.value == "Bearer two"
+
+
+def test_the_lightkube_path_sends_the_same_user_agent() -> None:
+    """The rare requests (through lightkube and httpx) carry the operator's user agent too, so the
+    audit log shows one client, whatever path a request took."""
+    import httpx2 as httpx
+
+    from trainop.backends.kubernetes.client import LimitedTransport
+
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers["User-Agent"])
+        return httpx.Response(200, json={})
+
+    agent = user_agent("trainop-operator")
+    transport = LimitedTransport(httpx.MockTransport(answer), Limiter(0, 1), RequestStats(), user_agent=agent)
+
+    async def go() -> None:
+        async with httpx.AsyncClient(transport=transport) as client:
+            await client.get("https://127.0.0.1:6443/api", headers={"User-Agent": "python-httpx/0"})
+
+    asyncio.run(go())
+    assert seen == [agent]

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import contextvars
 import os
+import platform
 import ssl
 import time
 from collections import Counter, deque
@@ -211,8 +212,10 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         stats: RequestStats,
         activity: Activity | None = None,
         status_inner: httpx.AsyncBaseTransport | None = None,
+        user_agent: str | None = None,
     ) -> None:
         self._inner = inner
+        self._user_agent = user_agent
         # Status writes get connections of their own: behind a creation burst the shared pool's
         # queue, not the token bucket, is where they would wait (issue 16).
         self._status_inner = status_inner or inner
@@ -221,6 +224,8 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         self._activity = activity
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._user_agent:
+            request.headers["User-Agent"] = self._user_agent
         priority = _priority.get()
         track = self._activity is not None and priority < PRIORITY_EVENT
         if track:
@@ -314,6 +319,7 @@ class DirectApi:
         activity: Activity | None,
         timeout: float,
         field_manager: str | None,
+        user_agent: str,
         max_connections: int = 32,
         status_connections: int = 8,
     ) -> None:
@@ -328,9 +334,9 @@ class DirectApi:
         self._timeout = timeout
         self._query = f"?fieldManager={field_manager}" if field_manager else ""
         self._paths: dict[tuple[Any, str | None], str] = {}
-        ua = f"python-httpx2/{httpx.__version__}"  # the lightkube client's: one operator in the audit log
         self._common = (
-            f"Host: {origin.host_header}\r\nUser-Agent: {ua}\r\nAccept: */*\r\nAccept-Encoding: identity\r\n"
+            f"Host: {origin.host_header}\r\nUser-Agent: {user_agent}\r\nAccept: */*\r\n"
+            "Accept-Encoding: identity\r\n"
         )
         self._auth_value: str | None = None
         self._auth_line = ""
@@ -543,6 +549,15 @@ class KubeClient:
         )
 
 
+def user_agent(component: str) -> str:
+    """``trainop-operator/0.1.0 (linux/x86_64) python/3.11``, in client-go's form: who sent a request,
+    as the API server's audit log and priority-and-fairness see it."""
+    from trainop import __version__
+
+    os_arch = f"{platform.system().lower()}/{platform.machine().lower()}"
+    return f"{component}/{__version__} ({os_arch}) python/{platform.python_version()}"
+
+
 def build_client(
     config: SingleConfig,
     *,
@@ -550,13 +565,15 @@ def build_client(
     burst: int = DEFAULT_BURST,
     timeout: float = 30.0,
     field_manager: str = "trainop",
+    component: str = "trainop-operator",
     max_connections: int = 32,
     http2: bool = False,
     direct: bool | None = None,
 ) -> KubeClient:
     """An AsyncClient whose every request goes through the QPS/burst token bucket, and the direct
     path for the hot writes and watches (``direct``: default on, unless TRAINOP_KUBE_DIRECT=0 or the
-    user authenticates through an exec plugin, which only lightkube runs)."""
+    user authenticates through an exec plugin, which only lightkube runs). Every request carries the
+    ``component``'s user agent."""
     if config.user is None:
         raise ValueError(
             f"kubeconfig context {config.context_name!r} names no user: add one (token or client certificate)"
@@ -565,6 +582,7 @@ def build_client(
     activity = Activity()
     limiter = Limiter(qps, burst, activity=activity)
     stats = RequestStats()
+    agent = user_agent(component)
 
     def transport(connections: int) -> httpx.AsyncBaseTransport:
         return httpx.AsyncHTTPTransport(
@@ -582,7 +600,7 @@ def build_client(
             config,
             timeout=httpx.Timeout(timeout),
             field_manager=field_manager,
-            transport=LimitedTransport(inner, limiter, stats, tracked, status_inner),
+            transport=LimitedTransport(inner, limiter, stats, tracked, status_inner, agent),
             lazy=False,
         )
 
@@ -600,6 +618,7 @@ def build_client(
             activity=activity,
             timeout=timeout,
             field_manager=field_manager,
+            user_agent=agent,
             max_connections=max_connections,
         )
     # Small pools: httpcore scans every pooled connection on each request, so hundreds of idle

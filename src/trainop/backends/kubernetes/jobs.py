@@ -165,7 +165,12 @@ class KubernetesBackend:
         self._thread.start()
         try:
             self.client: KubeClient = build_client(
-                self.config, qps=CLI_QPS, burst=CLI_BURST, field_manager="trainop-cli", max_connections=8
+                self.config,
+                qps=CLI_QPS,
+                burst=CLI_BURST,
+                field_manager="trainop-cli",
+                component="trainop",
+                max_connections=8,
             )
         except ValueError as exc:
             self._stop_loop()
