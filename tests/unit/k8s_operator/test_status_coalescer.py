@@ -1,7 +1,7 @@
 """Status writes once per meaningful change (issue 16): a change of replicaStatuses' counts alone within
-a second of the job's last status write waits for the rest of that second, and a job's first status
-waits up to a second while its replicas are still starting; other conditions and times are written at
-once. Pure, on a fake clock."""
+a second of the job's last status write waits for the rest of that second, and a first status that is
+only Created waits a second for Running to join it; other conditions and times are written at once.
+Pure, on a fake clock."""
 
 from __future__ import annotations
 
@@ -9,12 +9,7 @@ from typing import Any
 
 import pytest
 
-from trainop.backends.kubernetes.apply import (
-    StatusCoalescer,
-    counts_only_change,
-    still_starting,
-    wanted_replicas,
-)
+from trainop.backends.kubernetes.apply import StatusCoalescer, counts_only_change, created_only_first
 
 
 class Clock:
@@ -67,7 +62,7 @@ def test_conditions_are_written_at_once_with_the_held_counts() -> None:
     clock.now += 0.1
     done = [*RUNNING, {"type": "Succeeded", "status": "True"}]
     assert c.wait("uid", status(1), status(0, done)) == 0.0
-    assert c.wait("uid", {}, status(1), 2) == 0.0  # a first status: every replica already runs
+    assert c.wait("uid", {}, status(1)) == 0.0  # a first status that already says Running
     c.written("uid")
     clock.now += 0.1
     assert c.wait("uid", status(1), status(1, completionTime="2026-01-01T00:01:00Z")) == 0.0
@@ -88,33 +83,19 @@ def test_jobs_have_separate_windows_and_old_entries_are_forgotten() -> None:
     assert not c._written and not c._held  # the held changes of jobs that went away, too
 
 
-def test_a_starting_jobs_status_waits_while_its_replicas_start() -> None:
-    """Created alone, or Running with some pods still starting: held up to a window from when first
-    computed; once every replica is active, or after the window, it is written."""
+def test_a_first_status_that_is_only_created_waits_for_running_to_join_it() -> None:
     created = status(0, RUNNING[:1])
-    assert still_starting({}, created, 4)
-    assert still_starting({"replicaStatuses": {}}, created, None)
-    assert still_starting({}, status(1), 4)  # Running, 2 of 4 active
-    assert not still_starting({}, status(3), 4)  # every replica active
-    assert not still_starting({}, status(1), None)  # Running, and how many are wanted is unknown
-    assert still_starting(created, status(1), 4)  # Running added to a written Created, 2 of 4 active
-    assert not still_starting(created, status(3), 4)
-    assert not still_starting(status(1), status(2), 4)  # Running was written: a counts-only change
-    assert not still_starting({}, status(0, [*RUNNING[:1], {"type": "Suspended", "status": "True"}]), 4)
-    assert not still_starting({}, status(0, [*RUNNING, {"type": "Succeeded", "status": "True"}]), 4)
-    assert not still_starting({}, status(0, []), 4)
+    assert created_only_first({}, created)
+    assert created_only_first({"replicaStatuses": {}}, created)
+    assert not created_only_first({}, status(1))  # Running already, with pods still starting: at once
+    assert not created_only_first(created, status(1))  # not the first
+    assert not created_only_first({}, status(0, [*RUNNING[:1], {"type": "Suspended", "status": "True"}]))
+    assert not created_only_first({}, status(0, []))
     clock = Clock()
     c = StatusCoalescer(window=1.0, clock=clock)
-    assert c.wait("uid", {}, created, 4) == pytest.approx(1.0)
+    assert c.wait("uid", {}, created) == pytest.approx(1.0)
     clock.now += 0.4
-    assert c.wait("uid", {}, status(1), 4) == pytest.approx(0.6)  # the master runs: still held
-    assert c.wait("uid", {}, status(3), 4) == 0.0  # all four run: Created, Running, counts in one write
+    assert c.wait("uid", {}, created) == pytest.approx(0.6)  # the pass it asked for, early
+    assert c.wait("uid", {}, status(1)) == 0.0  # the pods run: Created and Running in one write
     clock.now += 0.6
-    assert c.wait("uid", {}, status(2), 4) == 0.0  # a window passed: written as it is
-
-
-def test_the_replicas_a_job_wants_come_from_its_spec() -> None:
-    job = {"spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1}, "Worker": {"replicas": 3}}}}
-    assert wanted_replicas(job) == 4
-    assert wanted_replicas({"spec": {"tfReplicaSpecs": {"PS": {}, "Worker": {"replicas": 2}}}}) == 3
-    assert wanted_replicas({"spec": {}}) is None
+    assert c.wait("uid", {}, created) == 0.0  # they did not run within the window: Created alone

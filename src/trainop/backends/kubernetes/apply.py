@@ -48,18 +48,19 @@ STATUS_CONFLICT_RETRIES = 3
 # A status write that only changes replicaStatuses' counts waits this long from when the change was
 # first seen, and as long after the job's last status write: a 1+3 job's pods start and end within a
 # second or two of each other, and at high QPS each one was a write of its own (issue 16: 5.9 status
-# writes per job at 100 x (1+3), 200/400, against upstream's 3.3). A starting job's status waits one
-# window too while not all its replicas are active (its first status, Created; then Running with some
-# pods still starting): its pods were just created and usually all run within it, and then Created,
-# Running and the counts go in one write instead of two or three (500 x (1+3) at the defaults: 1,609
-# status writes against upstream's 1,001, which never shows Running there). Any other condition, start and
-# completion times are written at once, with whatever is held back.
+# writes per job at 100 x (1+3), 200/400, against upstream's 3.3). A job's first status, Created and
+# nothing else, waits one window too: its pods were just created and usually run within it, and then
+# Created and Running go in one write instead of two (500 x (1+3) at the defaults: 1,609 status
+# writes against upstream's 1,001, which never shows Running there). Running is not held: with some
+# pods still starting it is written at once (holding it until all of a 1 x 500 job's pods ran made
+# its Running 2 s later). Any other condition, start and completion times are written at once, with
+# whatever is held back.
 STATUS_COALESCE_S = 1.0
 
 
 class StatusCoalescer:
-    """How long a job's status change waits before it is written (counts only, or a starting job's
-    status while replicas are still starting). Pure."""
+    """How long a job's status change waits before it is written (counts only, or a first status that
+    is only Created). Pure."""
 
     def __init__(
         self, window: float = STATUS_COALESCE_S, clock: Callable[[], float] = time.monotonic
@@ -69,14 +70,11 @@ class StatusCoalescer:
         self._written: OrderedDict[str, float] = OrderedDict()  # job uid -> last write, oldest first
         self._held: OrderedDict[str, float] = OrderedDict()  # job uid -> counts change first held
 
-    def wait(
-        self, uid: str, stored: dict[str, Any], new: dict[str, Any], replicas: int | None = None
-    ) -> float:
-        """Seconds to hold back writing ``new`` over ``stored`` (0: write now); ``replicas``: how many
-        the job's spec asks for (None: unknown, and a status is held only while just Created)."""
+    def wait(self, uid: str, stored: dict[str, Any], new: dict[str, Any]) -> float:
+        """Seconds to hold back writing ``new`` over ``stored`` (0: write now)."""
         now = self._clock()
         self._forget_old(now)
-        if not (counts_only_change(stored, new) or still_starting(stored, new, replicas)):
+        if not (counts_only_change(stored, new) or created_only_first(stored, new)):
             return 0.0
         held = self._held.setdefault(uid, now)
         due = max(held, self._written.get(uid, held)) + self.window
@@ -98,28 +96,11 @@ class StatusCoalescer:
                 del entries[uid]
 
 
-def still_starting(stored: dict[str, Any], new: dict[str, Any], replicas: int | None) -> bool:
-    """True when ``new`` is a starting job's status and fewer than ``replicas`` pods are active: its
-    first status, Created and nothing else, or Running just added to Created. Its pods were just
-    created and are starting."""
-    before = [c.get("type") for c in stored.get("conditions") or []]
-    types = [c.get("type") for c in new.get("conditions") or []]
-    if types == ["Created"]:
-        return not before
-    if before not in ([], ["Created"]) or types != ["Created", "Running"] or replicas is None:
-        return False
-    active = sum(int((rs or {}).get("active") or 0) for rs in (new.get("replicaStatuses") or {}).values())
-    return active < replicas
-
-
-def wanted_replicas(job: dict[str, Any]) -> int | None:
-    """The pods the job's spec asks for, over every replica type (``replicas`` defaults to 1); None
-    when the spec has no ``…ReplicaSpecs`` map."""
-    spec = job.get("spec") or {}
-    for key, specs in spec.items():
-        if key.endswith("ReplicaSpecs") and isinstance(specs, dict):
-            return sum(int((rs or {}).get("replicas", 1) or 0) for rs in specs.values())
-    return None
+def created_only_first(stored: dict[str, Any], new: dict[str, Any]) -> bool:
+    """True when ``new`` is the job's first status and its only condition is Created (its pods and
+    Services were just created; nothing ran, failed or was suspended)."""
+    conditions = new.get("conditions") or []
+    return not stored.get("conditions") and [c.get("type") for c in conditions] == ["Created"]
 
 
 def counts_only_change(stored: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -199,16 +180,16 @@ class PlanApplier:
         """PUT /status with the job's resourceVersion; on 409 re-read and retry while the spec is the same.
 
         A change of replicaStatuses' counts alone within ``STATUS_COALESCE_S`` of the job's last write,
-        or a first status while replicas are still starting, is not written now: the plan's
-        ``requeue_after`` is cut to when it may be, and that pass (or an earlier one) writes the
-        status it then computes. Returns None then."""
+        or a first status that is only Created, is not written now: the plan's ``requeue_after`` is cut
+        to when it may be, and that pass (or an earlier one) writes the status it then computes.
+        Returns None then."""
         kind = job["kind"]
         res = r.JOB_RESOURCES[kind]
         meta = job.get("metadata") or {}
         ns, name = meta.get("namespace") or "default", meta["name"]
         status = plan.status_json if plan.status_json is not None else plan.status.to_dict()
         uid = str(meta.get("uid") or "")
-        wait = self.coalescer.wait(uid, job.get("status") or {}, status, wanted_replicas(job))
+        wait = self.coalescer.wait(uid, job.get("status") or {}, status)
         if wait > 0:
             plan.requeue_after = wait if plan.requeue_after is None else min(plan.requeue_after, wait)
             return None
