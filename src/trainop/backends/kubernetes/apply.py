@@ -192,6 +192,9 @@ class PlanApplier:
         wait = self.coalescer.wait(uid, job.get("status") or {}, status)
         if wait > 0:
             plan.requeue_after = wait if plan.requeue_after is None else min(plan.requeue_after, wait)
+            # A held status's metrics are counted by the pass that writes it: jobs_created_total comes
+            # with Created, which the next pass adds again (counts-only changes carry none).
+            plan.metrics.clear()
             return None
         current = job
         for attempt in range(STATUS_CONFLICT_RETRIES + 1):
