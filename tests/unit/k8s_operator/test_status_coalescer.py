@@ -1,7 +1,6 @@
 """Status writes once per meaningful change (issue 16): a change of replicaStatuses' counts alone within
-a second of the job's last status write waits for the rest of that second, and a first status that is
-only Created waits a second for Running to join it; other conditions and times are written at once.
-Pure, on a fake clock."""
+a second of the job's last status write waits for the rest of that second; conditions and times are
+written at once. Pure, on a fake clock."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from trainop.backends.kubernetes.apply import StatusCoalescer, counts_only_change, created_only_first
+from trainop.backends.kubernetes.apply import StatusCoalescer, counts_only_change
 
 
 class Clock:
@@ -62,7 +61,7 @@ def test_conditions_are_written_at_once_with_the_held_counts() -> None:
     clock.now += 0.1
     done = [*RUNNING, {"type": "Succeeded", "status": "True"}]
     assert c.wait("uid", status(1), status(0, done)) == 0.0
-    assert c.wait("uid", {}, status(1)) == 0.0  # a first status that already says Running
+    assert c.wait("uid", {}, status(1)) == 0.0  # the first status
     c.written("uid")
     clock.now += 0.1
     assert c.wait("uid", status(1), status(1, completionTime="2026-01-01T00:01:00Z")) == 0.0
@@ -81,21 +80,3 @@ def test_jobs_have_separate_windows_and_old_entries_are_forgotten() -> None:
     clock.now += 20
     c.wait("c", {}, status(1))
     assert not c._written and not c._held  # the held changes of jobs that went away, too
-
-
-def test_a_first_status_that_is_only_created_waits_for_running_to_join_it() -> None:
-    created = status(0, RUNNING[:1])
-    assert created_only_first({}, created)
-    assert created_only_first({"replicaStatuses": {}}, created)
-    assert not created_only_first({}, status(1))  # Running already, with pods still starting: at once
-    assert not created_only_first(created, status(1))  # not the first
-    assert not created_only_first({}, status(0, [*RUNNING[:1], {"type": "Suspended", "status": "True"}]))
-    assert not created_only_first({}, status(0, []))
-    clock = Clock()
-    c = StatusCoalescer(window=1.0, clock=clock)
-    assert c.wait("uid", {}, created) == pytest.approx(1.0)
-    clock.now += 0.4
-    assert c.wait("uid", {}, created) == pytest.approx(0.6)  # the pass it asked for, early
-    assert c.wait("uid", {}, status(1)) == 0.0  # the pods run: Created and Running in one write
-    clock.now += 0.6
-    assert c.wait("uid", {}, created) == 0.0  # they did not run within the window: Created alone

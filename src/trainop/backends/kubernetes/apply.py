@@ -48,19 +48,15 @@ STATUS_CONFLICT_RETRIES = 3
 # A status write that only changes replicaStatuses' counts waits this long from when the change was
 # first seen, and as long after the job's last status write: a 1+3 job's pods start and end within a
 # second or two of each other, and at high QPS each one was a write of its own (issue 16: 5.9 status
-# writes per job at 100 x (1+3), 200/400, against upstream's 3.3). A job's first status, Created and
-# nothing else, waits one window too: its pods were just created and usually run within it, and then
-# Created and Running go in one write instead of two (500 x (1+3) at the defaults: 1,609 status
-# writes against upstream's 1,001, which never shows Running there). Running is not held: with some
-# pods still starting it is written at once (holding it until all of a 1 x 500 job's pods ran made
-# its Running 2 s later). Any other condition, start and completion times are written at once, with
-# whatever is held back.
+# writes per job at 100 x (1+3), 200/400, against upstream's 3.3). Conditions, start and completion
+# times are written at once, with whatever counts are held back. (Holding a first status that was only
+# Created for Running to join it saved ~500 writes at 500 x (1+3) but made Running later: all Running
+# 1.08x upstream's at 200/400 where it was 0.88x, and 1 x 500's 0.64x where 0.42x; not kept.)
 STATUS_COALESCE_S = 1.0
 
 
 class StatusCoalescer:
-    """How long a job's status change waits before it is written (counts only, or a first status that
-    is only Created). Pure."""
+    """How long a job's counts-only status change waits before it is written. Pure."""
 
     def __init__(
         self, window: float = STATUS_COALESCE_S, clock: Callable[[], float] = time.monotonic
@@ -74,7 +70,7 @@ class StatusCoalescer:
         """Seconds to hold back writing ``new`` over ``stored`` (0: write now)."""
         now = self._clock()
         self._forget_old(now)
-        if not (counts_only_change(stored, new) or created_only_first(stored, new)):
+        if not counts_only_change(stored, new):
             return 0.0
         held = self._held.setdefault(uid, now)
         due = max(held, self._written.get(uid, held)) + self.window
@@ -94,13 +90,6 @@ class StatusCoalescer:
                 if now - at < keep:
                     break
                 del entries[uid]
-
-
-def created_only_first(stored: dict[str, Any], new: dict[str, Any]) -> bool:
-    """True when ``new`` is the job's first status and its only condition is Created (its pods and
-    Services were just created; nothing ran, failed or was suspended)."""
-    conditions = new.get("conditions") or []
-    return not stored.get("conditions") and [c.get("type") for c in conditions] == ["Created"]
 
 
 def counts_only_change(stored: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -179,10 +168,9 @@ class PlanApplier:
     async def write_status(self, job: dict[str, Any], plan: Plan) -> dict[str, Any] | None:
         """PUT /status with the job's resourceVersion; on 409 re-read and retry while the spec is the same.
 
-        A change of replicaStatuses' counts alone within ``STATUS_COALESCE_S`` of the job's last write,
-        or a first status that is only Created, is not written now: the plan's ``requeue_after`` is cut
-        to when it may be, and that pass (or an earlier one) writes the status it then computes.
-        Returns None then."""
+        A change of replicaStatuses' counts alone within ``STATUS_COALESCE_S`` of the job's last write
+        is not written now: the plan's ``requeue_after`` is cut to when it may be, and that pass (or an
+        earlier one) writes the status it then computes. Returns None then."""
         kind = job["kind"]
         res = r.JOB_RESOURCES[kind]
         meta = job.get("metadata") or {}
@@ -192,8 +180,8 @@ class PlanApplier:
         wait = self.coalescer.wait(uid, job.get("status") or {}, status)
         if wait > 0:
             plan.requeue_after = wait if plan.requeue_after is None else min(plan.requeue_after, wait)
-            # A held status's metrics are counted by the pass that writes it: jobs_created_total comes
-            # with Created, which the next pass adds again (counts-only changes carry none).
+            # A held status's metrics would be counted by the pass that writes it (a counts-only change
+            # carries none today; jobs_created_total was counted once per pass while a Created was held).
             plan.metrics.clear()
             return None
         current = job
