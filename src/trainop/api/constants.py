@@ -152,3 +152,82 @@ LABEL_RESTART_ATTEMPT: Final = "trainop.dev/restart-attempt"
 # The status condition that counts whole-job restarts (upstream's status schema prunes new fields,
 # but a condition's type is a free string).
 COND_JOB_RESTARTS: Final = "JobRestarts"
+
+# --- Kubeflow Trainer v2: trainer.kubeflow.org/v1alpha1 (TrainJob and training runtimes) -----------
+# Facts from kubeflow/trainer@v2.3.0 pkg/apis/trainer/v1alpha1 and pkg/constants/constants.go.
+TRAINER_GROUP: Final = "trainer.kubeflow.org"
+TRAINER_VERSION: Final = "v1alpha1"
+TRAINER_API_VERSION: Final = "trainer.kubeflow.org/v1alpha1"
+KIND_TRAINJOB: Final = "TrainJob"
+KIND_TRAINING_RUNTIME: Final = "TrainingRuntime"
+KIND_CLUSTER_TRAINING_RUNTIME: Final = "ClusterTrainingRuntime"
+TRAINER_KINDS: Final = (KIND_TRAINJOB, KIND_TRAINING_RUNTIME, KIND_CLUSTER_TRAINING_RUNTIME)
+RUNTIME_KINDS: Final = (KIND_CLUSTER_TRAINING_RUNTIME, KIND_TRAINING_RUNTIME)
+# spec.managedBy of a TrainJob (immutable; Kueue's MultiKueue takes over the other value).
+MANAGED_BY_TRAINJOB_CONTROLLER: Final = "trainer.kubeflow.org/trainjob-controller"
+TRAINJOB_MANAGED_BY_VALUES: Final = (MANAGED_BY_TRAINJOB_CONTROLLER, MANAGED_BY_MULTIKUEUE)
+# The label that ties a runtime's replicated job to the TrainJob field that overrides it.
+LABEL_TRAINJOB_ANCESTOR: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
+LABEL_RUNTIME_FRAMEWORK: Final = "trainer.kubeflow.org/framework"
+LABEL_RUNTIME_SUPPORT: Final = "trainer.kubeflow.org/support"
+ANCESTOR_DATASET_INITIALIZER: Final = "dataset-initializer"
+ANCESTOR_MODEL_INITIALIZER: Final = "model-initializer"
+ANCESTOR_TRAINER: Final = "trainer"
+ANCESTORS: Final = (ANCESTOR_DATASET_INITIALIZER, ANCESTOR_MODEL_INITIALIZER, ANCESTOR_TRAINER)
+# The container each ancestor's job must hold (the webhook's expectedContainerNames).
+NODE: Final = "node"  # the trainer's replicated job and container
+LAUNCHER: Final = "launcher"  # MPI's launcher job
+TRAINER_PORT: Final = 29500  # constants.ContainerTrainerPort
+VOLUME_INITIALIZER: Final = "initializer"
+ENV_STORAGE_URI: Final = "STORAGE_URI"
+DATASET_MOUNT_PATH: Final = "/workspace/dataset"
+MODEL_MOUNT_PATH: Final = "/workspace/model"
+# TrainJob condition types and reasons (trainjob_types.go).
+COND_TRAINJOB_COMPLETE: Final = "Complete"
+REASON_SUSPENDED: Final = "Suspended"
+REASON_RESUMED: Final = "Resumed"
+REASON_RUNTIME_NOT_SUPPORTED: Final = "TrainingRuntimeNotSupported"
+REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
+# JobSet's condition reasons, which upstream copies into the TrainJob's Complete and Failed conditions.
+REASON_ALL_JOBS_COMPLETED: Final = "AllJobsCompleted"
+REASON_FAILED_JOBS: Final = "FailedJobs"
+# JobSet's pod labels and annotations the addressing and tooling read (JobSet v0.8+).
+LABEL_JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
+LABEL_REPLICATED_JOB_NAME: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+LABEL_JOB_INDEX: Final = "jobset.sigs.k8s.io/job-index"
+ANNOTATION_JOB_COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
+LABEL_JOB_COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
+# The downward-API path upstream's plugins read the node rank from.
+FIELD_JOB_COMPLETION_INDEX: Final = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+# Env each ML policy injects (pkg/constants/constants.go).
+ENV_JAX_NUM_PROCESSES: Final = "JAX_NUM_PROCESSES"
+ENV_JAX_PROCESS_ID: Final = "JAX_PROCESS_ID"
+ENV_JAX_COORDINATOR_ADDRESS: Final = "JAX_COORDINATOR_ADDRESS"
+ENV_DMLC_TRACKER_URI: Final = "DMLC_TRACKER_URI"
+ENV_DMLC_TRACKER_PORT: Final = "DMLC_TRACKER_PORT"
+ENV_DMLC_TASK_ID: Final = "DMLC_TASK_ID"
+ENV_DMLC_NUM_WORKER: Final = "DMLC_NUM_WORKER"
+ENV_OMPI_RSH_ARGS: Final = "OMPI_MCA_plm_rsh_args"
+ENV_OMPI_KEEP_FQDN: Final = "OMPI_MCA_orte_keep_fqdn_hostnames"
+ENV_OMPI_DEFAULT_SLOTS: Final = "OMPI_MCA_orte_set_default_slots"
+OMPI_RSH_ARGS_DEFAULT: Final = "-o ConnectionAttempts=10"
+MPI_HOSTFILE_DIR: Final = "/etc/mpi"
+MPI_HOSTFILE_NAME: Final = "hostfile"
+MPI_HOSTFILE_SUFFIX: Final = "-mpi-hostfile"
+MPI_HOSTFILE_VOLUME: Final = "mpi-hostfile"
+MPI_SSH_AUTH_SUFFIX: Final = "-mpi-ssh-auth"
+MPI_SSH_AUTH_VOLUME: Final = "mpi-ssh-auth"
+TORCH_RESERVED_ENV: Final = (
+    ENV_PET_NNODES,
+    ENV_PET_NPROC_PER_NODE,
+    ENV_PET_NODE_RANK,
+    ENV_PET_MASTER_ADDR,
+    ENV_PET_MASTER_PORT,
+)
+MPI_RESERVED_ENV: Final = (ENV_OMPI_HOSTFILE, ENV_OMPI_RSH_ARGS, ENV_OMPI_KEEP_FQDN, ENV_OMPI_DEFAULT_SLOTS)
+XGBOOST_RESERVED_ENV: Final = (
+    ENV_DMLC_TRACKER_URI,
+    ENV_DMLC_TRACKER_PORT,
+    ENV_DMLC_TASK_ID,
+    ENV_DMLC_NUM_WORKER,
+)

@@ -8,14 +8,25 @@ stays far below the 256 KiB that client-side ``kubectl apply`` can store in its 
 
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from trainop.api.constants import GROUP, VERSION
+from trainop.api.constants import (
+    GROUP,
+    KIND_CLUSTER_TRAINING_RUNTIME,
+    KIND_TRAINING_RUNTIME,
+    KIND_TRAINJOB,
+    MANAGED_BY_TRAINJOB_CONTROLLER,
+    TRAINER_GROUP,
+    TRAINER_VERSION,
+    VERSION,
+)
 from trainop.api.kinds import JOB_MODELS, KIND_INFO, KindInfo
+from trainop.api.trainer import TRAINER_MODELS
 
 HEADER = "# Generated from the trainop.api models by `make crds` (python -m trainop.api.crds); do not edit.\n"
 KUSTOMIZATION = "kustomization.yaml"
@@ -127,8 +138,159 @@ def crd_filename(info: KindInfo) -> str:
     return f"{GROUP}_{info.plural}.yaml"  # upstream's file names
 
 
+# --- trainer.kubeflow.org/v1alpha1 (Kubeflow Trainer v2) ---------------------------------------------
+
+_TRAINER_NAMES = {  # kind -> (plural, singular, scope)
+    KIND_TRAINJOB: ("trainjobs", "trainjob", "Namespaced"),
+    KIND_TRAINING_RUNTIME: ("trainingruntimes", "trainingruntime", "Namespaced"),
+    KIND_CLUSTER_TRAINING_RUNTIME: ("clustertrainingruntimes", "clustertrainingruntime", "Cluster"),
+}
+_IMMUTABLE = {"rule": "self == oldSelf", "message": "field is immutable"}
+# Schema extras of upstream's CRDs (kubeflow/trainer@v2.3.0 trainjob_types.go and
+# trainingruntime_types.go markers): defaults the API server persists, bounds and CEL rules.
+_TRAINER_EXTRAS: dict[str, dict[str, Any]] = {
+    "spec.runtimeRef": {"x-kubernetes-validations": [_IMMUTABLE]},
+    "spec.runtimeRef.name": {"minLength": 1, "maxLength": 253},
+    "spec.runtimeRef.apiGroup": {"default": TRAINER_GROUP, "maxLength": 253},
+    "spec.runtimeRef.kind": {"default": KIND_CLUSTER_TRAINING_RUNTIME, "maxLength": 253},
+    "spec.initializer": {"x-kubernetes-validations": [_IMMUTABLE]},
+    "spec.trainer": {"x-kubernetes-validations": [_IMMUTABLE]},
+    "spec.trainer.numNodes": {"minimum": 0},
+    "spec.trainer.numProcPerNode": {
+        "x-kubernetes-validations": [
+            {"rule": "self >= 1", "message": "numProcPerNode must be greater than or equal to 1"}
+        ]
+    },
+    "spec.suspend": {"default": False},
+    "spec.activeDeadlineSeconds": {"minimum": 1, "x-kubernetes-validations": [_IMMUTABLE]},
+    "spec.managedBy": {
+        "default": MANAGED_BY_TRAINJOB_CONTROLLER,
+        "maxLength": 253,
+        "x-kubernetes-validations": [
+            {
+                "rule": "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']",
+                "message": "ManagedBy must be trainer.kubeflow.org/trainjob-controller or "
+                "kueue.x-k8s.io/multikueue if set",
+            },
+            _IMMUTABLE,
+        ],
+    },
+    "spec.runtimePatches": {
+        "maxItems": 16,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["manager"],
+    },
+    "spec.runtimePatches[]": {"required": ["manager"]},
+    "spec.runtimePatches[].manager": {"minLength": 1, "maxLength": 253},
+    "spec.mlPolicy": {
+        "x-kubernetes-validations": [
+            {
+                "rule": "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)]"
+                ".filter(x, x).size() <= 1",
+                "message": "Only one of the policy can be configured",
+            }
+        ]
+    },
+    "spec.mlPolicy.mpi.numProcPerNode": {
+        "default": 1,
+        "x-kubernetes-validations": [
+            {"rule": "self >= 1", "message": "NumProcPerNode in mpiPolicy must be >= 1"}
+        ],
+    },
+    "spec.mlPolicy.mpi.mpiImplementation": {"default": "OpenMPI", "enum": ["OpenMPI", ""]},
+    "spec.mlPolicy.mpi.sshAuthMountPath": {"default": "/root/.ssh", "maxLength": 4096},
+    "spec.mlPolicy.mpi.runLauncherAsNode": {"default": False},
+    "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds": {"default": 60},
+    # JobSet fields the models do not list (startupPolicy, volumeClaimPolicies …) are kept.
+    "spec.template.spec": {"x-kubernetes-preserve-unknown-fields": True},
+}
+_TRAINER_REQUIRED = {
+    "spec": ["runtimeRef"],
+    "spec.runtimeRef": ["name"],
+}
+
+
+def _trainer_extras(schema: dict[str, Any], kind: str) -> None:
+    for path, extra in _TRAINER_EXTRAS.items():
+        node: dict[str, Any] | None = schema
+        for part in path.replace("[]", ".[]").split("."):
+            if node is None:
+                break
+            node = node.get("items") if part == "[]" else (node.get("properties") or {}).get(part)
+        if node is not None:
+            node.update(copy.deepcopy(extra))
+    if kind == KIND_TRAINJOB:
+        for path, required in _TRAINER_REQUIRED.items():
+            node = schema
+            for part in path.split("."):
+                node = node["properties"][part]
+            node["required"] = required
+
+
+def build_trainer_crd(kind: str) -> dict[str, Any]:
+    """The CustomResourceDefinition of a trainer.kubeflow.org/v1alpha1 kind (TrainJob or a runtime)."""
+    plural, singular, scope = _TRAINER_NAMES[kind]
+    model = TRAINER_MODELS[kind]
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    schema = _Converter(raw.get("$defs", {}), descriptions=False).convert(raw, "")
+    schema.pop("required", None)
+    props = schema["properties"]
+    props["metadata"] = {"type": "object"}
+    props["apiVersion"] = {"type": "string"}
+    props["kind"] = {"type": "string"}
+    _trainer_extras(schema, kind)
+    if kind == KIND_TRAINJOB:
+        schema["x-kubernetes-validations"] = [
+            {
+                "rule": "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+                "message": "metadata.name must match RFC 1035 DNS label format",
+            },
+            {
+                "rule": "size(self.metadata.name) <= 63",
+                "message": "metadata.name must be no more than 63 characters",
+            },
+        ]
+    version: dict[str, Any] = {
+        "name": TRAINER_VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": schema},
+    }
+    if kind == KIND_TRAINJOB:
+        version["additionalPrinterColumns"] = [
+            {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
+            {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
+        ]
+        version["subresources"] = {"status": {}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{TRAINER_GROUP}"},
+        "spec": {
+            "group": TRAINER_GROUP,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": singular},
+            "scope": scope,
+            "versions": [version],
+        },
+    }
+
+
+def render_trainer_crd(kind: str) -> str:
+    body = yaml.safe_dump(
+        build_trainer_crd(kind), sort_keys=True, default_flow_style=False, width=110, allow_unicode=True
+    )
+    return HEADER + "---\n" + body
+
+
+def trainer_crd_filename(kind: str) -> str:
+    return f"{TRAINER_GROUP}_{_TRAINER_NAMES[kind][0]}.yaml"
+
+
 def render_kustomization() -> str:
-    files = sorted(crd_filename(info) for info in KIND_INFO.values())
+    files = sorted(
+        [crd_filename(info) for info in KIND_INFO.values()]
+        + [trainer_crd_filename(kind) for kind in _TRAINER_NAMES]
+    )
     body = yaml.safe_dump(
         {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": files},
         sort_keys=True,
@@ -140,6 +302,7 @@ def render_kustomization() -> str:
 def build_files() -> dict[str, str]:
     """File name → content for the whole manifests/crds directory."""
     files = {crd_filename(KIND_INFO[kind]): render_crd(kind) for kind in KIND_INFO}
+    files.update({trainer_crd_filename(kind): render_trainer_crd(kind) for kind in _TRAINER_NAMES})
     files[KUSTOMIZATION] = render_kustomization()
     return files
 
@@ -148,8 +311,9 @@ class _Converter:
     """pydantic JSON schema → a structural OpenAPI v3 schema as Kubernetes wants it: ``$ref``s inlined,
     ``Optional`` unwrapped, every node typed, no ``additionalProperties`` beside ``properties``."""
 
-    def __init__(self, defs: dict[str, Any]) -> None:
+    def __init__(self, defs: dict[str, Any], *, descriptions: bool = True) -> None:
         self.defs = defs
+        self.descriptions = descriptions
 
     def convert(self, node: dict[str, Any], path: str) -> dict[str, Any]:
         if "$ref" in node:
@@ -162,7 +326,7 @@ class _Converter:
         out = self._override(path)
         if out is None:
             out = self._convert_typed(node, path)
-        description = _description(path)
+        description = _description(path) if self.descriptions else None
         if description:
             out["description"] = description
         return out
