@@ -59,10 +59,15 @@ bench: bench-core bench-local bench-k8s
 integration: testenv $(STAMP)-dev
 	$(BIN)/pytest -q tests/integration
 
+# The control plane's binaries build in the background (first prerequisite) while lint, typecheck and
+# the tests that do not need them run (every test using the k8s_env fixture is marked k8s); then
+# `build.sh --wait` waits for the build, prints each binary's build time, and the k8s tests run.
 -include mk/*.mk
 
-test: lint typecheck
-	$(BIN)/pytest -q tests
+test: testenv-background lint typecheck
+	$(BIN)/pytest -q -m "not k8s" tests
+	@hack/testenv/build.sh --wait
+	$(BIN)/pytest -q -m k8s tests
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -17,5 +17,5 @@ testenv-up: testenv $(STAMP)-dev
 testenv-down:
 	@hack/testenv/down
 
-# `make test` builds what is missing before running the tests (prerequisites of one target merge).
-test: testenv
+# `make test` starts the build of what is missing in the background (Makefile: `test:
+# testenv-background`) and waits for it (`build.sh --wait`) only before the k8s tests.

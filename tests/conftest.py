@@ -24,6 +24,15 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the control plane (``k8s_env``, directly or through another fixture) is
+    marked ``k8s``: ``make test`` runs ``-m "not k8s"`` while the binaries still build, then ``-m k8s``
+    (Makefile), so a test missing the mark would fail for a binary not built yet."""
+    for item in items:
+        if "k8s_env" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.k8s)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Warnings are errors (pyproject's filterwarnings), so an unclosed socket a test leaves behind

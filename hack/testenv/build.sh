@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Builds the test control plane (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# etcd, kwok) from the Go module proxy into a cache outside the repository, keyed by versions.
-# Only missing binaries are built. See hack/testenv/README.md.
+# etcd, kwok), scheduler-plugins, the Kueue manager and Helm from the Go module proxy into a cache
+# outside the repository, each keyed by its version. Only missing binaries are built; every run ends
+# with a table of each binary and its build time (or "cached"). See hack/testenv/README.md.
 #
 #   hack/testenv/build.sh                 build what is missing, in the foreground, with progress
 #   hack/testenv/build.sh --background    same, detached; prints the log path and returns
+#   hack/testenv/build.sh --wait          wait for a background build, then print its table (exit 1
+#                                         with the log's tail if it failed or anything is missing)
 #   hack/testenv/build.sh --check         exit 0 if every binary is there, 1 otherwise
 #   hack/testenv/build.sh --print-bin-dir print the bin directory (whether or not it is built)
 #   hack/testenv/build.sh --print-sp-bin-dir  the same for scheduler-plugins (gang-scheduling tests)
+#   hack/testenv/build.sh --print-kueue-dir   Kueue's directory: bin/kueue and config/ (its CRDs and
+#                                             webhook manifests, copied from the module)
+#   hack/testenv/build.sh --print-helm    the path of the helm binary (whether or not it is built)
 set -euo pipefail
 
 # Everything is in main() so bash has parsed the whole file before running it: editing or
@@ -31,7 +37,15 @@ main() {
   SP_BIN_DIR="$CACHE_ROOT/$SP_KEY/bin"
   SP_BINS=(sp-scheduler sp-controller)
   SP_CRDS="$CACHE_ROOT/$SP_KEY/crds"  # its config/crd/bases (PodGroup, ElasticQuota), copied from the module
-  ALL_BINS=("${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds)
+  # Kueue (tests/integration/k8s/test_kueue.py) and Helm (the chart's tests) each have their own key
+  # too: `go install <module>/cmd/<x>@<version>` needs no tools module (neither has replace lines).
+  KUEUE_DIR="$CACHE_ROOT/kueue-${KUEUE_VERSION}"
+  KUEUE_CONFIG="$KUEUE_DIR/config"  # config/components/{crd/bases,webhook} of the module
+  HELM_BIN_DIR="$CACHE_ROOT/helm-${HELM_VERSION}/bin"
+  ALL_BINS=("${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds kueue kueue-config helm)
+  # Build-time records: <label> <seconds> <epoch when done>, one file per cache key; the table
+  # reports a label as built by this run when its record is newer than the run's start.
+  RUN_START_FILE="$CACHE_ROOT/.last-run-start"
 
   ts() { date -u +%H:%M:%S; }
   say() { echo "[$(ts)] testenv: $*"; }
@@ -42,26 +56,75 @@ main() {
       case "$b" in
         sp-crds) [[ -d "$SP_CRDS" ]] || echo "$b" ;;
         sp-*) [[ -x "$SP_BIN_DIR/$b" ]] || echo "$b" ;;
+        kueue) [[ -x "$KUEUE_DIR/bin/kueue" ]] || echo "$b" ;;
+        kueue-config) [[ -d "$KUEUE_CONFIG" ]] || echo "$b" ;;
+        helm) [[ -x "$HELM_BIN_DIR/helm" ]] || echo "$b" ;;
         *) [[ -x "$BIN_DIR/$b" ]] || echo "$b" ;;
       esac
     done
   }
 
+  record() {  # label seconds dir: a build-time record for the table
+    mkdir -p "$3" && echo "$1 $2 $(date +%s)" >>"$3/.build-times"
+  }
+
+  # One row per build step: label, version, what it makes, and where its record lives.
+  ROWS=(
+    "kubernetes|$KUBERNETES_VERSION|kube-apiserver kube-controller-manager kube-scheduler kubectl|$KEY_DIR"
+    "etcd|$ETCD_VERSION|etcd|$KEY_DIR"
+    "kwok|$KWOK_VERSION|kwok|$KEY_DIR"
+    "sp-scheduler|$SCHEDULER_PLUGINS_VERSION|sp-scheduler (Coscheduling)|$CACHE_ROOT/$SP_KEY"
+    "sp-controller|$SCHEDULER_PLUGINS_VERSION|sp-controller (PodGroup status)|$CACHE_ROOT/$SP_KEY"
+    "kueue|$KUEUE_VERSION|kueue (manager)|$KUEUE_DIR"
+    "helm|$HELM_VERSION|helm|$CACHE_ROOT/helm-${HELM_VERSION}"
+  )
+
+  table() {  # run-start-epoch: print each binary with its build time in this run, or "cached"
+    local since="$1" row label version what dir rec secs total=0
+    printf '%s\n' "testenv build times (cold = built by this run; cached = already in $CACHE_ROOT):"
+    printf '  %-14s %-9s %-58s %s\n' "step" "version" "binaries" "seconds"
+    for row in "${ROWS[@]}"; do
+      IFS='|' read -r label version what dir <<<"$row"
+      rec="$(awk -v l="$label" -v s="$since" '$1 == l && $3 >= s {t = $2} END {print t}' "$dir/.build-times" 2>/dev/null || true)"
+      if [[ -n "$rec" ]]; then secs="$rec"; total=$((total + rec)); else secs="cached"; fi
+      printf '  %-14s %-9s %-58s %s\n' "$label" "$version" "$what" "$secs"
+    done
+    printf '  %-14s %-9s %-58s %s\n' "total" "" "" "$total"
+  }
+
   case "${1:-}" in
     --print-bin-dir) echo "$BIN_DIR"; exit 0 ;;
     --print-sp-bin-dir) echo "$SP_BIN_DIR"; exit 0 ;;
+    --print-kueue-dir) echo "$KUEUE_DIR"; exit 0 ;;
+    --print-helm) echo "$HELM_BIN_DIR/helm"; exit 0 ;;
     --check) [[ -z "$(missing "${ALL_BINS[@]}")" ]]; exit $? ;;
     --background)
       mkdir -p "$KEY_DIR"
-      if [[ -z "$(missing "${ALL_BINS[@]}")" ]]; then say "all binaries present in $BIN_DIR"; exit 0; fi
+      date +%s >"$RUN_START_FILE"
+      if [[ -z "$(missing "${ALL_BINS[@]}")" ]]; then say "all binaries present"; exit 0; fi
       exec 9>"$KEY_DIR/.lock"
       if ! flock -n 9; then say "a build is already running; follow with: tail -f $LOG"; exit 0; fi
       exec 9>&-
-      nohup "$SELF" >"$LOG" 2>&1 </dev/null &
+      TRAINOP_TESTENV_BACKGROUND=1 nohup "$SELF" >"$LOG" 2>&1 </dev/null &
       say "building in the background (pid $!); follow with: tail -f $LOG"
       exit 0 ;;
+    --wait)
+      mkdir -p "$KEY_DIR"
+      exec 9>"$KEY_DIR/.lock"
+      if ! flock -n 9; then
+        say "waiting for the background build (log: $LOG)"
+        flock 9
+      fi
+      exec 9>&-
+      if [[ -n "$(missing "${ALL_BINS[@]}")" ]]; then
+        say "the build left binaries missing: $(missing "${ALL_BINS[@]}" | tr '\n' ' ')"
+        [[ -f "$LOG" ]] && { echo "--- last lines of $LOG:"; tail -n 30 "$LOG"; }
+        exit 1
+      fi
+      table "$(cat "$RUN_START_FILE" 2>/dev/null || echo 0)"
+      exit 0 ;;
     "") ;;
-    *) echo "usage: $0 [--background|--check|--print-bin-dir]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--background|--wait|--check|--print-bin-dir|--print-sp-bin-dir|--print-kueue-dir|--print-helm]" >&2; exit 2 ;;
   esac
 
   command -v go >/dev/null || { echo "testenv: Go (>= 1.24) is needed to build the test control plane" >&2; exit 1; }
@@ -78,7 +141,11 @@ main() {
   rm -rf "$KEY_DIR"/.tmp-*
   trap 'rm -rf "$KEY_DIR"/.tmp-*' EXIT
 
-  if [[ -z "$(missing "${ALL_BINS[@]}")" ]]; then say "all binaries present in $BIN_DIR"; exit 0; fi
+  RUN_START="$(date +%s)"
+  # A foreground run measures itself; a background one keeps the start `--background` wrote.
+  [[ -n "${TRAINOP_TESTENV_BACKGROUND:-}" && -f "$RUN_START_FILE" ]] || echo "$RUN_START" >"$RUN_START_FILE"
+  RUN_START="$(cat "$RUN_START_FILE")"
+  if [[ -z "$(missing "${ALL_BINS[@]}")" ]]; then say "all binaries present"; table "$RUN_START"; exit 0; fi
 
   # The pins in versions.env and in each tools module must agree, or the cache key would lie.
   check_pin() {  # module-dir module-path version
@@ -119,6 +186,24 @@ main() {
     fi
     # Move into place only after the whole build succeeded, so a half build never looks complete.
     mkdir -p "$dest" && mv -f "$tmp"/* "$dest/" && rmdir "$tmp"
+    record "$label" "$(( $(date +%s) - t0 ))" "$(dirname "$dest")"
+    say "$label: done in $(( $(date +%s) - t0 ))s"
+  }
+
+  # `go install <pkg>@<version>`: the module's own go.mod and go.sum (checked against the checksum
+  # database) are the pin, so no tools module is needed when the module has no replace directives.
+  goinstall() {  # label ldflags dest-dir package@version total-packages
+    local label="$1" ldflags="$2" dest="$3" pkg="$4"
+    local tmp t0
+    t0=$(date +%s)
+    tmp="$(mktemp -d "$KEY_DIR/.tmp-$label.XXXXXX")"
+    say "$label: go install $pkg"
+    if ! (cd "$tmp" && CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS="${GOFLAGS:-}" \
+        go install -v -trimpath -ldflags "$ldflags" "$pkg" 2>&1) | progress "$label" "$5"; then
+      say "$label: build FAILED"; exit 1
+    fi
+    mkdir -p "$dest" && mv -f "$tmp"/* "$dest/" && rmdir "$tmp"
+    record "$label" "$(( $(date +%s) - t0 ))" "$(dirname "$dest")"
     say "$label: done in $(( $(date +%s) - t0 ))s"
   }
 
@@ -169,7 +254,38 @@ main() {
     say "scheduler-plugins CRDs: $SP_CRDS"
   fi
 
-  say "all built in $(( $(date +%s) - T0 ))s: $BIN_DIR $SP_BIN_DIR"
+  if [[ -n "$(missing kueue)" ]]; then
+    # Same stamp as Kueue's Makefile (LD_FLAGS: pkg/version.GitVersion); the manager logs it at start
+    # ("Initializing ... gitVersion") and the Kueue tests print it in their header.
+    goinstall kueue "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" "$KUEUE_DIR/bin" \
+      "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" 1900
+  fi
+
+  if [[ -n "$(missing kueue-config)" ]]; then
+    # Its CRDs (conversion strategy None: no conversion webhook needed) and its webhook manifests,
+    # which the tests register with a URL clientConfig on 127.0.0.1 (trainop.testing.kueue).
+    kueue_src="$(cd "$KEY_DIR" && go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    rm -rf "$KUEUE_CONFIG.tmp" && mkdir -p "$KUEUE_CONFIG.tmp/crd" "$KUEUE_CONFIG.tmp/webhook"
+    cp "$kueue_src"/config/components/crd/bases/*.yaml "$KUEUE_CONFIG.tmp/crd/"
+    cp "$kueue_src"/config/components/webhook/manifests.yaml "$KUEUE_CONFIG.tmp/webhook/"
+    chmod -R u+w "$KUEUE_CONFIG.tmp" && mv "$KUEUE_CONFIG.tmp" "$KUEUE_CONFIG"
+    say "kueue config: $KUEUE_CONFIG"
+  fi
+
+  if [[ -n "$(missing helm)" ]]; then
+    # Upstream's Makefile stamps the version, and the Kubernetes minor its client-go is (client-go
+    # v0.X -> 1.X: what `.Capabilities.KubeVersion` defaults to for `helm template`).
+    helm_gomod="$(cd "$KEY_DIR" && go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+    cg_minor="$(awk '$1 == "k8s.io/client-go" {split($2, v, "."); print v[2]}' "$helm_gomod")"
+    ld="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+    for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+      ld+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$cg_minor"
+    done
+    goinstall helm "$ld" "$HELM_BIN_DIR" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" 900
+  fi
+
+  say "all built in $(( $(date +%s) - T0 ))s"
+  table "$RUN_START"
 }
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
