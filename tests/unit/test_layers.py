@@ -1,6 +1,8 @@
 """The import contract of design.md, read from the source with ``ast`` (nothing is imported).
 
-1. Layers import downward only: cli > sdk > operator > controller > backends > frameworks > core > api.
+1. Layers import downward only: cli, ui > sdk > operator > controller > backends > frameworks > core > api
+   (cli and ui are one rank, the front doors: ``trainop ui`` starts the web view, which shows replicas
+   as ``trainop run`` words them).
    ``trainop.testing`` may import anything; nothing under src imports ``trainop.testing``. The
    plugin Protocol lives in ``core.plugin`` (frameworks re-export it), so no upward edge is needed.
 2. api, core and frameworks stay pure: no process, socket, database, event-loop, clock or Kubernetes
@@ -19,8 +21,19 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 PACKAGE = SRC / "trainop"
 
-# Highest first; a module may import its own layer and any layer after it in this list.
-LAYERS = ("cli", "sdk", "operator", "controller", "backends", "frameworks", "core", "api")
+# Highest first; a module may import its own rank and any rank after it in this list.
+RANKS = (
+    ("cli", "ui"),
+    ("sdk",),
+    ("operator",),
+    ("controller",),
+    ("backends",),
+    ("frameworks",),
+    ("core",),
+    ("api",),
+)
+LAYERS = tuple(layer for rank in RANKS for layer in rank)
+RANK_OF = {layer: i for i, rank in enumerate(RANKS) for layer in rank}
 PURE_LAYERS = ("api", "core", "frameworks")
 # Modules a pure layer must not import (the top-level name is what counts: `os.path` is `os`).
 FORBIDDEN_IN_PURE = frozenset(
@@ -129,7 +142,7 @@ def test_layers_import_downward_only(path: Path) -> None:
             continue
         if layer in (None, "testing") or target is None or target not in LAYERS or layer not in LAYERS:
             continue  # the package root and trainop.testing may import anything
-        if LAYERS.index(target) < LAYERS.index(layer):
+        if RANK_OF[target] < RANK_OF[layer]:
             bad.append(f"line {imp.line}: {imp.module} (layer {target!r} is above {layer!r})")
     assert bad == [], f"{this} imports upward:\n" + "\n".join(bad)
 
@@ -192,9 +205,10 @@ def test_architecture_md_states_the_enforced_layers() -> None:
     text = ARCHITECTURE.read_text()
     marker = next(line for line in text.splitlines() if line.startswith("<!-- layers:"))
     stated = tuple(
-        part.strip() for part in marker.removeprefix("<!-- layers:").removesuffix("-->").split(">")
+        tuple(name.strip() for name in part.split(","))
+        for part in marker.removeprefix("<!-- layers:").removesuffix("-->").split(">")
     )
-    assert stated == LAYERS
+    assert stated == RANKS
 
 
 def test_architecture_md_names_every_package() -> None:

@@ -231,3 +231,12 @@ XGBOOST_RESERVED_ENV: Final = (
     ENV_DMLC_TASK_ID,
     ENV_DMLC_NUM_WORKER,
 )
+# Trainer v2's progress contract (KEP-2779): where a replica posts its trainerStatus, the CA that
+# signs that server and the file holding the bearer token. trainop.trainer_progress posts to it.
+ENV_TRAINER_SERVER_URL: Final = "KUBEFLOW_TRAINER_SERVER_URL"
+ENV_TRAINER_SERVER_CA_CERT: Final = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
+ENV_TRAINER_SERVER_TOKEN: Final = "KUBEFLOW_TRAINER_SERVER_TOKEN"
+# trainop's own: which replica (rank) a progress post comes from, so each rank gets its own curve.
+HEADER_PROGRESS_REPLICA: Final = "X-Trainop-Replica"
+# trainop's own: the latest trainerStatus of a v1 job on a cluster, as JSON (its status has no field).
+ANNOTATION_TRAINER_STATUS: Final = "trainop.dev/trainer-status"

@@ -1283,6 +1283,37 @@ def resume(
 
 
 @app.command()
+def ui(
+    address: Annotated[
+        str,
+        typer.Option("--address", help="Address to listen on; another than 127.0.0.1 serves other machines."),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8470,
+    backend: BackendOpt = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Serve a live web view of the jobs (list, replicas, logs, progress) and print its URL, which
+    carries this session's token; opens nothing else. Ctrl-C stops it."""
+    target = _backend(backend, kubeconfig, context)
+    from trainop.ui.server import serve
+    from trainop.ui.source import Source
+
+    try:
+        serve(
+            Source(target), address, port, lambda url: typer.echo(f"trainop ui for {target.where()}: {url}")
+        )
+    except OSError as exc:
+        _fail(
+            f"cannot listen on {address}:{port}: {exc.strerror or exc}; "
+            "choose another --port (0: any free one)",
+            EXIT_INVALID,
+        )
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
 def completion(
     shell: Annotated[
         str,

@@ -399,6 +399,11 @@ class LocalBackend:
         """Every run of every container of the job (``logs --since`` picks the attempts alive since)."""
         return list(self.store.list_processes(self._row(name, namespace).uid))
 
+    def progress(self, name: str, namespace: str = "default") -> list[tuple[str, float, dict[str, Any]]]:
+        """What the job's replicas posted to their progress endpoint (backends/local/progress.py):
+        (replica, time, trainerStatus), oldest first."""
+        return self.store.list_progress(self._row(name, namespace).uid)
+
     def feed(self, job: TrainingJob) -> JobFeed:
         """What ``trainop run`` watches the job through (backends/local/feed.py)."""
         from trainop.backends.local.feed import LocalFeed
@@ -792,6 +797,9 @@ def _preview_ports(job: TrainingJob) -> dict[tuple[str, int], int]:
     return ports
 
 
+READ_CHUNK = 1 << 20  # bytes a follower reads from a log file at a time
+
+
 class LogFollower:
     """Reads the log files of a job's replicas (one per container per attempt), in order, following
     new attempts as containers restart."""
@@ -840,25 +848,30 @@ class LogFollower:
         latest = self._latest()
         for (pod, cont), p in sorted(latest.items(), key=lambda kv: (kv[1].started_at, kv[0])):
             try:
-                text = Path(p.log_path).read_bytes()
+                fh = open(p.log_path, "rb")  # noqa: SIM115  (closed below; lines are read lazily)
             except OSError:
                 continue
-            for line in text.decode(errors="replace").splitlines():
-                yield LogLine(replica_label(self.row.name, pod), cont, p.attempt, line)
+            with fh:  # line by line: a log of gigabytes is never held whole
+                for raw in fh:
+                    for line in raw.decode(errors="replace").splitlines():
+                        yield LogLine(replica_label(self.row.name, pod), cont, p.attempt, line)
 
     def _drain(self, key: tuple[str, str], final: bool) -> Iterator[LogLine]:
-        attempt, fh, partial = self.open[key]
-        data = partial + fh.read()
-        lines = data.split(b"\n")
-        rest = lines.pop()
+        attempt, fh, rest = self.open[key]
+        label = replica_label(self.row.name, key[0])
+        while True:
+            # A bounded read at a time, so a follower's memory does not grow with the log (issue 27).
+            chunk = fh.read(READ_CHUNK)
+            if not chunk:
+                break
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            self.open[key] = (attempt, fh, rest)
+            for line in lines:
+                yield LogLine(label, key[1], attempt, line.decode(errors="replace"))
         if final and rest:
-            lines.append(rest)
-            rest = b""
-        self.open[key] = (attempt, fh, rest)
-        for line in lines:
-            yield LogLine(
-                replica_label(self.row.name, key[0]), key[1], attempt, line.decode(errors="replace")
-            )
+            self.open[key] = (attempt, fh, b"")
+            yield LogLine(label, key[1], attempt, rest.decode(errors="replace"))
 
     def poll(self) -> Iterator[LogLine]:
         """New lines since the last call (switching to newer attempts as they appear)."""

@@ -30,9 +30,9 @@ from trainop.backends.local.paths import (
 )
 from trainop.core.admission import Admission, GangRequest, compute_admission
 
-# 2: the gangs table (issue 11). Every statement is CREATE ... IF NOT EXISTS, so a version-1 database
-# gains the new table and keeps everything else.
-SCHEMA_VERSION = 2
+# 2: the gangs table (issue 11); 3: the progress table (issue 27). Every statement is CREATE ... IF
+# NOT EXISTS, so an older database gains the new tables and keeps everything else.
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -120,6 +120,14 @@ CREATE TABLE IF NOT EXISTS gangs (
     error TEXT NOT NULL,
     admitted INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS progress (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_uid TEXT NOT NULL REFERENCES jobs(uid) ON DELETE CASCADE,
+    replica TEXT NOT NULL,
+    ts REAL NOT NULL,
+    status TEXT NOT NULL  -- one posted trainerStatus (Trainer v2's progress contract), as JSON
+);
+CREATE INDEX IF NOT EXISTS progress_by_job ON progress (job_uid, id);
 """
 
 
@@ -490,6 +498,23 @@ class Store:
             (uid,),
         )
         return [EventRow(*r) for r in rows]
+
+    # ---- progress posted by the replicas (Trainer v2's trainerStatus), kept as a history ----
+    def add_progress(self, uid: str, replica: str, status: dict[str, Any], now: float) -> None:
+        with self.tx() as c:
+            c.execute(
+                "INSERT INTO progress (job_uid, replica, ts, status) VALUES (?, ?, ?, ?)",
+                (uid, replica, now, _dumps(status)),
+            )
+
+    def list_progress(self, uid: str, limit: int = 10_000) -> list[tuple[str, float, dict[str, Any]]]:
+        """(replica, time, trainerStatus), oldest first: the newest ``limit`` posts."""
+        rows = self.conn.execute(
+            "SELECT replica, ts, status FROM (SELECT id, replica, ts, status FROM progress "
+            "WHERE job_uid = ? ORDER BY id DESC LIMIT ?) ORDER BY id",
+            (uid, limit),
+        )
+        return [(r[0], r[1], json.loads(r[2])) for r in rows]
 
     # ---- replica processes ----
     def next_attempt(self, uid: str, pod: str, container: str) -> int:

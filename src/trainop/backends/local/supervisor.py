@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import select
 import shutil
@@ -45,6 +46,7 @@ from trainop.backends.local.gang import GangPodRunner
 from trainop.backends.local.gpus import detect_gpu_inventory
 from trainop.backends.local.paths import StatePaths, remove_job_files
 from trainop.backends.local.ports import probe_free_port
+from trainop.backends.local.progress import ProgressSink
 from trainop.backends.local.render import LocalContext
 from trainop.backends.local.runner import DEFAULT_BACKOFF_MAX, JobIdentity, rfc3339
 from trainop.backends.local.store import JobRow, Store
@@ -130,6 +132,7 @@ class Supervisor:
         self.requeue_at: float | None = None
         self.last_generation = -1
         self._runner: GangPodRunner | None = None  # set up by the first step
+        self.progress: ProgressSink | None = None  # the replicas' progress endpoint (issue 27)
         self.give_up_after = DEFAULT_GIVE_UP
         # Errors: since when steps fail (None: the last one succeeded), and when to try again.
         self.failing_since: float | None = None
@@ -187,6 +190,9 @@ class Supervisor:
             done = self._loop(wake_fd)
         except Exception as exc:
             done = self._give_up(exc)
+        finally:
+            if self.progress is not None:
+                self.progress.close()
         if not done:
             return 1
         try:
@@ -203,11 +209,15 @@ class Supervisor:
         job = read_job(row)
         self.plugin = REGISTRY.get(row.kind)
         main_container = getattr(job.spec, "main_container", None)
+        if self.progress is None:
+            self.progress = ProgressSink(self.paths, row.uid, row.namespace, row.name)
+        context = build_context(row)
+        context = dataclasses.replace(context, host_env={**context.host_env, **self.progress.env()})
         runner = GangPodRunner(
             self.store,
             self.paths,
             JobIdentity(row.uid, row.namespace, row.name),
-            build_context(row),
+            context,
             gpu_inventory=detect_gpu_inventory(row.host_env),
             backoff_max=backoff_cap(row.host_env),
             template_init_count=template_init_counter(job),

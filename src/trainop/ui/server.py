@@ -1,0 +1,441 @@
+"""The web view's server (aiohttp.web): pages, JSON, server-sent events for live updates, and the three
+actions. I/O adapter: what a page shows is ``views``'s; what it reads and changes goes through
+``source.Source``.
+
+Security: the URL ``trainop ui`` prints carries a per-session token; the first visit trades it for an
+HttpOnly, SameSite=Strict cookie. Every request without that cookie (or the token) is refused with
+403, a request whose Host is not the address it serves is refused too (DNS rebinding), and an action
+(POST) also needs the page's CSRF token in ``X-CSRF-Token``. Pages build text with ``textContent``
+only and a Content-Security-Policy allows no inline script, so job names, labels and logs are text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import queue
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+
+from trainop.backends.base import BackendError, JobNotFoundError
+from trainop.cli.lines import render_line
+from trainop.cli.selectors import SelectorError, parse_selector
+from trainop.ui.source import Source
+from trainop.ui.views import build_job_page, build_job_row, build_progress, select_rows
+
+LIST_INTERVAL = 0.5  # how often a stream re-reads the backend (what `get -w` polls at)
+PING_SECONDS = 15.0  # an SSE comment keeps proxies and the browser from closing an idle stream
+LOG_BATCH_LINES = 2000
+LOG_QUEUE_LINES = 4096  # lines read ahead of the browser: bounds the server's memory on a huge log
+ACTIONS = ("suspend", "resume", "delete")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+SOURCE: web.AppKey[Source] = web.AppKey("source", Source)
+STATE: web.AppKey[SessionState] = web.AppKey("state", object)  # type: ignore[arg-type]
+
+
+class SessionState:
+    def __init__(self, port: int, token: str | None = None) -> None:
+        self.token = token or secrets.token_urlsafe(24)
+        self.csrf = secrets.token_urlsafe(24)
+        self.cookie = f"trainop_ui_{port}"
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
+        self.port = port
+
+
+def _static(name: str) -> bytes:
+    return resources.files("trainop.ui").joinpath("static", *name.split("/")).read_bytes()
+
+
+def _same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
+    state = request.app[STATE]
+    host = request.headers.get("Host", "")
+    if state.hosts and host not in state.hosts:
+        return web.Response(status=403, text=f"trainop ui: unexpected Host {host!r}; open the printed URL\n")
+    given = request.query.get("token")
+    if given is not None and _same(given, state.token) and request.method == "GET":
+        rest = {k: v for k, v in request.query.items() if k != "token"}
+        found = web.HTTPFound(str(request.rel_url.with_query(rest)))
+        found.set_cookie(state.cookie, state.token, httponly=True, samesite="Strict", path="/")
+        return found
+    if not _same(request.cookies.get(state.cookie, ""), state.token):
+        return web.Response(
+            status=403,
+            text="trainop ui: this session's token is missing; open the URL `trainop ui` printed "
+            "(it carries it)\n",
+        )
+    if request.method == "POST" and not _same(request.headers.get("X-CSRF-Token", ""), state.csrf):
+        return web.json_response({"error": "missing or wrong X-CSRF-Token; reload the page"}, status=403)
+    response = await handler(request)
+    response.headers.setdefault("Content-Security-Policy", CSP)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "no-referrer")
+    return response
+
+
+# ---- reading ----
+
+
+def _error(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def read_jobs(source: Source, namespace: str | None) -> dict[str, Any]:
+    """Every job in ``namespace`` (None: all) as list rows, with its restarts (from its pods)."""
+    backend = source.backend
+    try:
+        jobs = backend.list_jobs(namespace or None)
+    except BackendError as exc:
+        return {"jobs": [], "error": _error(exc)}
+    pods_of: dict[tuple[str, str], list[dict[str, Any]]] | None = {}
+    error = ""
+    try:
+        for job, pod, _port in backend.replica_pods(namespace or None):
+            pods_of.setdefault((job.namespace, job.name), []).append(pod)  # type: ignore[union-attr]
+    except BackendError as exc:
+        pods_of, error = None, f"pods: {_error(exc)}"
+    rows = [
+        build_job_row(j, None if pods_of is None else pods_of.get((j.namespace, j.name), [])) for j in jobs
+    ]
+    return {"jobs": rows, "error": error}
+
+
+def read_job(source: Source, namespace: str, name: str) -> dict[str, Any]:
+    """One job's page; a part the reader may not read (pods, events) says so instead of failing."""
+    backend = source.backend
+    errors: dict[str, str] = {}
+    try:
+        details = backend.describe(name, namespace)
+        job, pods, events = details.job, details.pods, details.events
+    except JobNotFoundError:
+        raise
+    except BackendError as exc:
+        job = backend.get(name, namespace)
+        events = None
+        errors["events"] = _error(exc)
+        try:
+            pods = backend.pods(name, namespace)
+        except BackendError as pexc:
+            pods, errors["replicas"] = None, _error(pexc)
+    page = build_job_page(job, pods, events, time.time(), errors)
+    try:
+        page["progress"] = build_progress(source.progress(job))
+    except BackendError as exc:
+        page["progress"], errors["progress"] = None, _error(exc)
+    page["local"] = source.is_local()
+    return page
+
+
+async def _sse_loop(
+    request: web.Request, produce: Callable[[], Awaitable[tuple[str, Any]]], interval: float
+) -> web.StreamResponse:
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
+    await response.prepare(request)
+    last, sent_at = "", time.monotonic()
+    with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
+        while True:
+            event, data = await produce()
+            text = json.dumps(data, separators=(",", ":"))
+            if text != last or event == "gone":
+                await response.write(f"event: {event}\ndata: {text}\n\n".encode())
+                last, sent_at = text, time.monotonic()
+                if event == "gone":
+                    break
+            elif time.monotonic() - sent_at > PING_SECONDS:
+                await response.write(b": ping\n\n")
+                sent_at = time.monotonic()
+            await asyncio.sleep(interval)
+    return response
+
+
+def _filters(request: web.Request) -> tuple[str | None, str | None, Any]:
+    q = request.query
+    try:
+        selector = parse_selector(q["label"]) if q.get("label") else None
+    except SelectorError as exc:
+        raise web.HTTPBadRequest(text=f"label: {exc}") from None
+    return q.get("namespace") or None, q.get("kind") or None, selector
+
+
+async def api_jobs(request: web.Request) -> web.StreamResponse:
+    source = request.app[SOURCE]
+    namespace, kind, selector = _filters(request)
+    data = await source.call(read_jobs, source, namespace)
+    data["jobs"] = select_rows(data["jobs"], kind, selector)
+    return web.json_response(data)
+
+
+async def stream_jobs(request: web.Request) -> web.StreamResponse:
+    source = request.app[SOURCE]
+    namespace, kind, selector = _filters(request)
+
+    async def produce() -> tuple[str, Any]:
+        data = await source.call(read_jobs, source, namespace)
+        data["jobs"] = select_rows(data["jobs"], kind, selector)
+        return "jobs", data
+
+    return await _sse_loop(request, produce, LIST_INTERVAL)
+
+
+async def api_job(request: web.Request) -> web.StreamResponse:
+    source = request.app[SOURCE]
+    ns, name = request.match_info["namespace"], request.match_info["name"]
+    try:
+        return web.json_response(await source.call(read_job, source, ns, name))
+    except JobNotFoundError as exc:
+        return web.json_response({"error": str(exc)}, status=404)
+
+
+async def stream_job(request: web.Request) -> web.StreamResponse:
+    source = request.app[SOURCE]
+    ns, name = request.match_info["namespace"], request.match_info["name"]
+
+    async def produce() -> tuple[str, Any]:
+        try:
+            return "job", await source.call(read_job, source, ns, name)
+        except JobNotFoundError as exc:
+            return "gone", {"error": str(exc)}
+        except BackendError as exc:
+            return "job", {"error": _error(exc)}
+
+    return await _sse_loop(request, produce, LIST_INTERVAL)
+
+
+class _LogPump:
+    """Reads a log iterator on a thread of its own into a bounded queue: a slow browser slows the
+    reader (backpressure), so memory stays bounded however big the log."""
+
+    END = object()
+
+    def __init__(self, lines: Any, close: Callable[[], None]) -> None:
+        self.q: queue.Queue[Any] = queue.Queue(maxsize=LOG_QUEUE_LINES)
+        self.stopped = threading.Event()
+        self.lines, self.close = lines, close
+        self.thread = threading.Thread(target=self._run, name="trainop-ui-log", daemon=True)
+        self.thread.start()
+
+    def _put(self, item: Any) -> bool:
+        while not self.stopped.is_set():
+            try:
+                self.q.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            for line in self.lines:
+                if not self._put(line):
+                    return
+            self._put(self.END)
+        except BackendError as exc:
+            self._put(exc)
+        finally:
+            self.close()
+
+    def batch(self) -> list[Any]:
+        """Blocks for the first item, then takes what else is there (up to a batch)."""
+        out = [self.q.get()]
+        with contextlib.suppress(queue.Empty):
+            while len(out) < LOG_BATCH_LINES and out[-1] is not self.END:
+                out.append(self.q.get_nowait())
+        return out
+
+
+def _log_args(request: web.Request) -> tuple[str, str, str | None, str | None]:
+    q = request.query
+    return (
+        request.match_info["namespace"],
+        request.match_info["name"],
+        q.get("replica") or None,
+        q.get("container") or None,
+    )
+
+
+async def stream_logs(request: web.Request) -> web.StreamResponse:
+    """A replica's log followed live (``logs -f``): batches of ``[replica, container, text]`` with
+    each line as a terminal shows it (a ``\\r`` bar's last state), then ``end``."""
+    source = request.app[SOURCE]
+    ns, name, replica, container = _log_args(request)
+    try:
+        lines, close = await source.call(source.open_logs, name, ns, replica, container, True)
+    except BackendError as exc:
+        return web.json_response({"error": _error(exc)}, status=404)
+    pump = _LogPump(lines, close)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            items = await loop.run_in_executor(None, pump.batch)
+            done = items[-1] is _LogPump.END or isinstance(items[-1], BackendError)
+            rows = [[ln.replica, ln.container, render_line(ln.text)] for ln in items if hasattr(ln, "text")]
+            if rows:
+                await response.write(b"event: lines\ndata: " + json.dumps(rows).encode() + b"\n\n")
+            if isinstance(items[-1], BackendError):
+                await response.write(
+                    b"event: failed\ndata: " + json.dumps(_error(items[-1])).encode() + b"\n\n"
+                )
+            if done:
+                await response.write(b"event: end\ndata: {}\n\n")
+                break
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        pump.stopped.set()
+    return response
+
+
+async def download_logs(request: web.Request) -> web.StreamResponse:
+    """The log as it is now, as plain text (``trainop logs``), streamed."""
+    source = request.app[SOURCE]
+    ns, name, replica, container = _log_args(request)
+    try:
+        lines, close = await source.call(source.open_logs, name, ns, replica, container, False)
+    except BackendError as exc:
+        return web.json_response({"error": _error(exc)}, status=404)
+    pump = _LogPump(lines, close)
+    filename = f"{name}-{replica}.log" if replica else f"{name}.log"
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": "text/plain; charset=utf-8",
+            "Content-Disposition": f'attachment; filename="{filename}"',
+        }
+    )
+    await response.prepare(request)
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            items = await loop.run_in_executor(None, pump.batch)
+            text = "".join(ln.text + "\n" for ln in items if hasattr(ln, "text"))
+            await response.write(text.encode())
+            if items[-1] is _LogPump.END or isinstance(items[-1], BackendError):
+                break
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass
+    finally:
+        pump.stopped.set()
+    return response
+
+
+# ---- acting ----
+
+
+async def act(request: web.Request) -> web.StreamResponse:
+    source = request.app[SOURCE]
+    ns, name, action = (request.match_info[k] for k in ("namespace", "name", "action"))
+    if action not in ACTIONS:
+        return web.json_response(
+            {"error": f"unknown action {action!r}; use one of {', '.join(ACTIONS)}"}, status=404
+        )
+    backend = source.backend
+    try:
+        if action == "delete":
+            await source.call(backend.delete, name, ns, wait=False)
+        else:
+            await source.call(backend.set_suspend, name, action == "suspend", ns)
+    except JobNotFoundError as exc:
+        return web.json_response({"error": str(exc)}, status=404)
+    except BackendError as exc:  # the cluster refused (RBAC): said as it is, not as a crash
+        return web.json_response({"error": _error(exc)}, status=409)
+    return web.json_response({"ok": True, "action": action})
+
+
+# ---- pages ----
+
+
+async def page(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    source = request.app[SOURCE]
+    html = _static("index.html").decode()
+    html = html.replace("{{csrf}}", state.csrf).replace("{{where}}", _html_attr(source.where()))
+    return web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
+
+
+def _html_attr(text: str) -> str:
+    import html
+
+    return html.escape(text, quote=True)
+
+
+STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}
+STATIC_FILES = ("app.js", "style.css", "vendor/uPlot.iife.min.js", "vendor/uPlot.min.css")
+
+
+async def static(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["path"]
+    if name not in STATIC_FILES:
+        raise web.HTTPNotFound()
+    suffix = name[name.rfind(".") :]
+    return web.Response(body=_static(name), content_type=STATIC_TYPES[suffix])
+
+
+def build_app(source: Source, state: SessionState) -> web.Application:
+    app = web.Application(middlewares=[guard])
+    app[SOURCE] = source
+    app[STATE] = state
+    r = app.router
+    r.add_get("/", page)
+    r.add_get("/jobs/{namespace}/{name}", page)
+    r.add_get("/static/{path:.+}", static)
+    r.add_get("/api/jobs", api_jobs)
+    r.add_get("/api/stream/jobs", stream_jobs)
+    r.add_get("/api/jobs/{namespace}/{name}", api_job)
+    r.add_get("/api/stream/jobs/{namespace}/{name}", stream_job)
+    r.add_get("/api/stream/jobs/{namespace}/{name}/logs", stream_logs)
+    r.add_get("/api/jobs/{namespace}/{name}/logs", download_logs)
+    r.add_post("/api/jobs/{namespace}/{name}/{action}", act)
+    return app
+
+
+def serve(
+    source: Source,
+    host: str,
+    port: int,
+    announce: Callable[[str], None],
+    token: str | None = None,
+) -> None:
+    """Serve until interrupted; ``announce`` gets the URL (with the session's token) once listening."""
+    sock = socket.create_server((host, port))
+    bound = int(sock.getsockname()[1])
+    state = SessionState(bound, token)
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        state.hosts = set()  # served to other machines: their Host header is theirs to choose
+    shown = f"[{host}]" if ":" in host else host
+    app = build_app(source, state)
+
+    async def main() -> None:
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        await web.SockSite(runner, sock).start()
+        announce(f"http://{shown}:{bound}/?token={state.token}")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    finally:
+        source.close()
+        sock.close()

@@ -1,0 +1,70 @@
+"""The one seam between the web view and the jobs: everything the server reads or changes goes through
+here. Today it is the CLI's ``Backend`` (cli/backend.py), the interface ``trainop get -w`` and
+``logs -f`` read through; when the one ``JobClient`` protocol lands, this file alone changes.
+
+Backend calls block (SQLite, or requests on the cluster client's own thread): the server runs them on
+one worker thread (``Source.call``); a followed log gets its own reader (``open_logs``), since it
+blocks between polls for as long as the page is open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from trainop.ui.views import read_annotated_status
+
+if TYPE_CHECKING:
+    from trainop.api.common import TrainingJob
+    from trainop.backends.base import LogLine
+    from trainop.cli.backend import Backend
+
+T = TypeVar("T")
+
+
+class Source:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainop-ui-backend")
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` on the backend's worker thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._worker, lambda: fn(*args, **kwargs))
+
+    def where(self) -> str:
+        return self.backend.where()
+
+    def is_local(self) -> bool:
+        from trainop.backends.local.api import LocalBackend
+
+        return isinstance(self.backend, LocalBackend)
+
+    def progress(self, job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
+        """What the job's replicas posted (this machine keeps every post), or on a cluster the latest
+        trainerStatus its annotation holds."""
+        from trainop.backends.local.api import LocalBackend
+
+        if isinstance(self.backend, LocalBackend):
+            return self.backend.progress(job.name, job.namespace)
+        return read_annotated_status(job)
+
+    def open_logs(
+        self, name: str, namespace: str, replica: str | None, container: str | None, follow: bool
+    ) -> tuple[Iterator[LogLine], Callable[[], None]]:
+        """A log reader of its own and how to close it: on this machine a second store connection
+        (the follower sleeps between polls, so it must not hold the shared worker)."""
+        from trainop.backends.local.api import LocalBackend
+
+        backend: Any = self.backend
+        close: Callable[[], None] = lambda: None  # noqa: E731
+        if isinstance(self.backend, LocalBackend):
+            own = LocalBackend(self.backend.paths.home, self.backend.env, spawner=self.backend.spawner)
+            backend, close = own, own.close
+        lines = backend.logs(name, namespace, replica=replica, container=container, follow=follow)
+        return lines, close
+
+    def close(self) -> None:
+        self._worker.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,236 @@
+"""What the web view shows, as JSON-ready dicts: a job list row, one job's page, its progress series.
+Pure: jobs, pods, events and progress posts in (``now`` too), plain data out; no I/O, no clock.
+
+Replica phases, restarts, exit codes and why a replica waits come from ``cli.live`` (what ``trainop
+run`` prints), so the page and the terminal never disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from trainop.api.constants import ANNOTATION_TRAINER_STATUS, LABEL_KUEUE_QUEUE
+from trainop.cli.format import format_replicas
+from trainop.cli.listing import compute_display_state
+from trainop.cli.live import build_replica_views
+from trainop.cli.selectors import Requirement, matches
+
+if TYPE_CHECKING:
+    from trainop.api.common import TrainingJob
+    from trainop.backends.base import EventRecord
+
+# Metrics that place a point on the x axis rather than being plotted (upstream's own names first).
+X_METRICS = ("currentEpoch", "epoch", "currentStep", "step", "global_step")
+# Metrics that describe the run rather than measure it (KEP-2779's example posts totalEpochs).
+NOT_PLOTTED = frozenset({"totalEpochs", "totalSteps", *X_METRICS})
+
+
+def _created(job: TrainingJob) -> float | None:
+    ts = job.metadata.creation_timestamp
+    return ts.timestamp() if ts else None
+
+
+def _ready_total(job: TrainingJob) -> tuple[int, int]:
+    from trainop.api.defaults import apply_defaults
+
+    statuses = (job.status.replica_statuses if job.status else None) or {}
+    ready = total = 0
+    for rtype, spec in apply_defaults(job).replica_specs.items():
+        st = statuses.get(rtype)
+        ready += ((st.active or 0) + (st.succeeded or 0)) if st else 0
+        total += spec.replicas or 0
+    return ready, total
+
+
+def _reason(job: TrainingJob) -> str:
+    for cond in reversed((job.status.conditions if job.status else None) or []):
+        if cond.status == "True":
+            return cond.reason or ""
+    return ""
+
+
+def detect_queue(job: TrainingJob) -> str:
+    """Kueue's queue label, else runPolicy.schedulingPolicy.queue (Volcano's)."""
+    labels = job.metadata.labels or {}
+    if labels.get(LABEL_KUEUE_QUEUE):
+        return str(labels[LABEL_KUEUE_QUEUE])
+    policy = job.run_policy.scheduling_policy
+    return str(policy.queue or "") if policy else ""
+
+
+def count_restarts(pods: Sequence[Mapping[str, Any]]) -> int:
+    return sum(
+        int(cs.get("restartCount") or 0)
+        for p in pods
+        for key in ("initContainerStatuses", "containerStatuses")
+        for cs in (p.get("status") or {}).get(key) or []
+    )
+
+
+def build_job_row(job: TrainingJob, pods: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """One row of the job list; ``pods`` None when they could not be read (restarts unknown)."""
+    ready, total = _ready_total(job)
+    return {
+        "namespace": job.namespace,
+        "name": job.name,
+        "kind": job.kind,
+        "state": compute_display_state(job),
+        "reason": _reason(job),
+        "created": _created(job),
+        "ready": ready,
+        "total": total,
+        "replicas": format_replicas(job),
+        "restarts": None if pods is None else count_restarts(pods),
+        "queue": detect_queue(job),
+        "labels": dict(job.metadata.labels or {}),
+    }
+
+
+def select_rows(
+    rows: Sequence[dict[str, Any]], kind: str | None, selector: list[Requirement] | None
+) -> list[dict[str, Any]]:
+    return [
+        r
+        for r in rows
+        if (not kind or r["kind"].lower() == kind.lower())
+        and (not selector or matches(r["labels"], selector))
+    ]
+
+
+def _container_summary(spec: Mapping[str, Any]) -> dict[str, Any]:
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    first = containers[0] if containers else {}
+    command = [*(first.get("command") or []), *(first.get("args") or [])]
+    return {
+        "image": str(first.get("image") or ""),
+        "command": " ".join(str(c) for c in command),
+        "containers": [str(c.get("name") or "") for c in containers],
+    }
+
+
+def build_job_page(
+    job: TrainingJob,
+    pods: Sequence[Mapping[str, Any]] | None,
+    events: Sequence[EventRecord] | None,
+    now: float,
+    errors: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One job: the row, the spec in brief, conditions, each replica (phase, restarts, last exit, why
+    it waits) and events. A part the reader may not read is None, with its error under ``errors``."""
+    specs = []
+    for rtype, rs in job.replica_specs.items():
+        specs.append(
+            {
+                "type": rtype,
+                "replicas": rs.replicas,
+                "restartPolicy": rs.restart_policy,
+                **_container_summary(rs.pod_spec),
+            }
+        )
+    conditions = [
+        {
+            "type": c.type,
+            "status": c.status,
+            "reason": c.reason or "",
+            "message": c.message or "",
+            "lastTransitionTime": str(c.last_transition_time or ""),
+        }
+        for c in ((job.status.conditions if job.status else None) or [])
+    ]
+    replicas = None
+    if pods is not None:
+        replicas = [
+            {
+                "name": v.label,
+                "type": v.rtype,
+                "phase": v.phase,
+                "restarts": v.restarts,
+                "exitCode": v.last_exit.code if v.last_exit else None,
+                "exitReason": v.last_exit.reason if v.last_exit else "",
+                "waiting": v.waiting,
+            }
+            for v in build_replica_views(job, pods, now)
+        ]
+    event_rows = None
+    if events is not None:
+        event_rows = [
+            {
+                "type": e.type,
+                "reason": e.reason,
+                "message": e.message,
+                "count": e.count,
+                "first": e.first_ts,
+                "last": e.last_ts,
+            }
+            for e in events
+        ]
+    policy = job.run_policy.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return {
+        "job": build_job_row(job, pods),
+        "specs": specs,
+        "runPolicy": policy,
+        "conditions": conditions,
+        "replicas": replicas,
+        "events": event_rows,
+        "errors": dict(errors or {}),
+    }
+
+
+def _number(value: str) -> float | None:
+    try:
+        out = float(value)
+    except ValueError:
+        return None
+    return out if out == out and abs(out) != float("inf") else None
+
+
+def build_progress(posts: Sequence[tuple[str, float, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The latest trainerStatus, and each numeric metric as a series per replica: ``{metric: {replica:
+    [[x, y], …]}}``. x is the post's epoch or step metric when it has one (a later post for the same x
+    replaces the earlier: one point per epoch per rank), else the replica's post count."""
+    series: dict[str, dict[str, dict[float, float]]] = {}
+    counts: dict[str, int] = {}
+    latest: dict[str, Any] | None = None
+    x_name = ""
+    for replica, _ts, status in posts:
+        latest = dict(status)
+        metrics = {
+            str(m.get("name")): str(m.get("value"))
+            for m in status.get("metrics") or []
+            if isinstance(m, Mapping)
+        }
+        counts[replica] = counts.get(replica, 0) + 1
+        x: float | None = None
+        for name in X_METRICS:
+            if name in metrics and (x := _number(metrics[name])) is not None:
+                x_name = x_name or name
+                break
+        if x is None:
+            x = float(counts[replica])
+        for name, value in metrics.items():
+            y = _number(value)
+            if name in NOT_PLOTTED or y is None:
+                continue
+            series.setdefault(name, {}).setdefault(replica or "?", {})[x] = y
+    return {
+        "latest": latest,
+        "x": x_name or "report",
+        "series": {
+            name: {rep: sorted(points.items()) for rep, points in sorted(by_rep.items())}
+            for name, by_rep in series.items()
+        },
+    }
+
+
+def read_annotated_status(job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
+    """A cluster job's latest trainerStatus from its annotation (the v1 status has no field for it)."""
+    text = (job.metadata.annotations or {}).get(ANNOTATION_TRAINER_STATUS)
+    if not text:
+        return []
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return []
+    return [("", 0.0, doc)] if isinstance(doc, dict) else []
