@@ -9,6 +9,10 @@ saves the model and optimizer after each epoch and every replica resumes from it
 trainop's whole-job restart (docs/failure-policy.md) a killed replica costs at most one epoch, and the
 final accuracy is the same as without the kill (each epoch's shuffle is seeded by its number).
 PAUSE_AFTER_EPOCH (seconds) slows the demo down enough to kill a replica by hand.
+
+Each rank posts its own loss per epoch to Kubeflow Trainer v2's progress endpoint when the job has one
+($KUBEFLOW_TRAINER_SERVER_URL: trainop's local backend serves it, and `trainop ui` plots it), through
+trainop.trainer_progress where trainop is installed; elsewhere (this image) it posts nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +27,14 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+
+try:
+    from trainop.trainer_progress import post_progress
+except ImportError:  # the example's image has no trainop: no progress posts
+
+    def post_progress(**_: object) -> bool:
+        return False
+
 
 EPOCHS = int(os.environ.get("EPOCHS", "12"))
 CHECKPOINT = os.environ.get("CHECKPOINT", "")
@@ -85,6 +97,7 @@ def main() -> int:
             loss.backward()  # gradients are averaged across replicas here
             optimizer.step()
             total += torch.tensor([loss.item() * len(idx), len(idx)])
+        own_loss = float(total[0] / total[1])  # this rank's shard, before the all-reduce
         dist.all_reduce(total)  # the epoch's mean loss over every replica's samples
         model.eval()
         with torch.no_grad():
@@ -97,6 +110,17 @@ def main() -> int:
             )
             if CHECKPOINT:
                 save_checkpoint(model.module, optimizer, epoch)
+        post_progress(
+            percentage=100 * epoch / EPOCHS,
+            remaining_seconds=(EPOCHS - epoch) * (time.monotonic() - started),
+            metrics={
+                "loss": round(own_loss, 6),
+                "accuracy": round(accuracy, 6),
+                "epoch": epoch,
+                "totalEpochs": EPOCHS,
+            },
+            replica=str(rank),
+        )
         if PAUSE_AFTER_EPOCH:
             time.sleep(PAUSE_AFTER_EPOCH)
 
