@@ -103,7 +103,6 @@ def test_the_list_updates_without_reload_when_a_job_starts_and_ends(
     gate.touch()
     wait_until(lambda: cell(browser, "default/listed", "state") == "Succeeded", "listed Succeeded")
     assert browser.execute_script("return window.__notReloaded") is True
-    screenshot(browser, shots, "jobs")
 
 
 def test_a_crash_looping_replica_shows_its_restarts_and_exit_code(
@@ -240,3 +239,6 @@ def test_the_ddp_demo_plots_one_loss_point_per_epoch_per_rank(
     screenshot(browser, shots, "job-progress")
     browser.find_element(By.ID, "tab-overview").click()
     screenshot(browser, shots, "job")
+    open_page(browser, ui)  # the list, with the jobs of this module's tests
+    wait_until(lambda: cell(browser, "default/ddp-loss", "state") == "Succeeded", "ddp-loss in the list")
+    screenshot(browser, shots, "jobs")
