@@ -206,6 +206,11 @@ def _parse_quantity(text: str) -> Decimal:
         raise ValueError(f"invalid resource quantity {text!r}") from exc
 
 
+def compute_quantity(text: str) -> Decimal:
+    """A Kubernetes quantity (``500m``, ``2Gi``, ``4``) as a Decimal; ValueError when malformed."""
+    return _parse_quantity(text)
+
+
 def _format_sum(values: list[tuple[Decimal, str]]) -> str:
     """The sum in the form of the first addend, as Go's Quantity.Add keeps its receiver's format:
     binary (``Gi``/``Mi``/``Ki``) when that divides exactly, else milli-units or a plain integer."""

@@ -10,13 +10,22 @@ from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import (
+    ANCESTOR_TRAINER,
     ENV_COORDINATOR_ADDRESS,
     ENV_COORDINATOR_PORT,
+    ENV_JAX_COORDINATOR_ADDRESS,
     ENV_JAX_COORDINATOR_BIND_ADDRESS,
+    ENV_JAX_NUM_PROCESSES,
+    ENV_JAX_PROCESS_ID,
     ENV_NUM_PROCESSES,
     ENV_PROCESS_ID,
+    FIELD_JOB_COMPLETION_INDEX,
+    NODE,
+    TRAINER_PORT,
 )
+from trainop.api.errors import FieldError
 from trainop.core.topology import Topology
+from trainop.core.trainjob import PolicyContext, field_ref_env, upsert_env, upsert_port
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
@@ -78,3 +87,36 @@ class JAXPlugin(BasePlugin):
                     out.append(running_update(job, namespaced=True))
             out += generic_failure(job, rtype, c)
         return out
+
+
+class JAXPolicy:
+    """Trainer v2's ``mlPolicy.jax`` (kubeflow/trainer@v2.3.0 plugins/jax/jax.go): the node count from
+    ``numNodes``; JAX_NUM_PROCESSES (one process per node), JAX_PROCESS_ID from the Job completion
+    index and JAX_COORDINATOR_ADDRESS naming node 0, the distributed-init variables JAX reads, where
+    the JAXJob plugin writes its own COORDINATOR_* names."""
+
+    ml_policy = "jax"
+
+    def trainjob_errors(self, ctx: PolicyContext) -> list[FieldError]:
+        return []
+
+    def enforce_ml_policy(self, ctx: PolicyContext) -> None:
+        trainer = ctx.job.spec.trainer
+        step = ctx.step_by_ancestor(ANCESTOR_TRAINER)
+        if step is not None and trainer is not None and trainer.num_nodes is not None:
+            step.count = trainer.num_nodes
+        container = ctx.trainer_container()
+        if container is None or trainer is None:
+            return
+        job = ctx.job.name
+        host = ctx.topology.host(job, NODE, 0, 0)
+        port = ctx.topology.port(job, NODE, 0, 0, TRAINER_PORT)
+        upsert_env(
+            container,
+            [
+                env_var(ENV_JAX_NUM_PROCESSES, str(step.count if step is not None else 1)),
+                field_ref_env(ENV_JAX_PROCESS_ID, FIELD_JOB_COMPLETION_INDEX),
+                env_var(ENV_JAX_COORDINATOR_ADDRESS, f"{host}:{port}"),
+            ],
+        )
+        upsert_port(container, TRAINER_PORT)

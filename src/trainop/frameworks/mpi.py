@@ -20,20 +20,43 @@ from trainop.api.constants import (
     ENV_NVIDIA_VISIBLE_DEVICES,
     ENV_OMPI_BTL_TCP_IF_EXCLUDE,
     ENV_OMPI_BTL_TCP_IF_INCLUDE,
+    ENV_OMPI_DEFAULT_SLOTS,
     ENV_OMPI_HOSTFILE,
+    ENV_OMPI_KEEP_FQDN,
     ENV_OMPI_OOB_TCP_IF_EXCLUDE,
     ENV_OMPI_OOB_TCP_IF_INCLUDE,
     ENV_OMPI_RSH_AGENT,
+    ENV_OMPI_RSH_ARGS,
     ENV_TMPDIR,
     LABEL_APP,
     LABEL_REPLICA_INDEX,
     LOOPBACK_IFNAME,
+    MPI_HOSTFILE_DIR,
+    MPI_HOSTFILE_NAME,
+    MPI_HOSTFILE_SUFFIX,
+    MPI_HOSTFILE_VOLUME,
+    MPI_RESERVED_ENV,
+    MPI_SSH_AUTH_SUFFIX,
+    MPI_SSH_AUTH_VOLUME,
+    NODE,
+    OMPI_RSH_ARGS_DEFAULT,
     RESTART_EXIT_CODE,
 )
+from trainop.api.constants import (
+    LAUNCHER as STEP_LAUNCHER,
+)
+from trainop.api.errors import FieldError, invalid
 from trainop.api.kinds import MPIJobSpec
 from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
 from trainop.core.topology import Topology, replica_name
+from trainop.core.trainjob import (
+    PolicyContext,
+    build_trainjob_owner,
+    reserved_env_error,
+    upsert_env,
+    upsert_named,
+)
 from trainop.frameworks.base import ConditionUpdate, ExecAgent, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
@@ -504,3 +527,124 @@ def _event_only(type_: str, reason: str, message: str) -> ConditionUpdate:
         event="Normal" if type_ == "Normal" else "Warning",
         set_condition=False,
     )
+
+
+class MPIPolicy:
+    """Trainer v2's ``mlPolicy.mpi`` (kubeflow/trainer@v2.3.0 plugins/mpi/mpi.go): ``node`` pods number
+    ``numNodes`` (one fewer when the launcher runs as a node); slots per node from ``numProcPerNode``
+    (or the GPUs per node); the SSH key Secret ``<job>-mpi-ssh-auth`` mounted on ``node`` containers at
+    ``sshAuthMountPath``; the hostfile ConfigMap ``<job>-mpi-hostfile`` (``<pod>.<subdomain> slots=N``
+    per node pod) mounted on the launcher at /etc/mpi with Open MPI's env. The Secret is listed without
+    its keys: generating them is the backend's (it holds the randomness), as upstream's Build does."""
+
+    ml_policy = "mpi"
+
+    def trainjob_errors(self, ctx: PolicyContext) -> list[FieldError]:
+        errs: list[FieldError] = []
+        trainer = ctx.job.spec.trainer
+        mpi = ctx.runtime.spec.ml_policy.mpi if ctx.runtime.spec.ml_policy else None
+        if trainer is not None and mpi is not None:
+            nodes = trainer.num_nodes if trainer.num_nodes is not None else 1
+            if (
+                nodes >= 2
+                and mpi.run_launcher_as_node
+                and (ctx.step(STEP_LAUNCHER) is None or ctx.step(NODE) is None)
+            ):
+                errs.append(
+                    invalid(
+                        "spec.trainer.numNodes",
+                        trainer.num_nodes,
+                        "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have "
+                        "either launcher and node",
+                    )
+                )
+        return errs + reserved_env_error(ctx.job, MPI_RESERVED_ENV)
+
+    def enforce_ml_policy(self, ctx: PolicyContext) -> None:
+        ml = ctx.runtime.spec.ml_policy
+        mpi = ml.mpi if ml is not None else None
+        if mpi is None:
+            return
+        trainer = ctx.job.spec.trainer
+        job = ctx.job.name
+        node = ctx.step(NODE)
+        if node is not None and trainer is not None and trainer.num_nodes is not None:
+            node.count = max(trainer.num_nodes - 1, 1) if mpi.run_launcher_as_node else trainer.num_nodes
+        slots = mpi.num_proc_per_node or 1
+        if trainer is not None and trainer.num_proc_per_node is not None:
+            slots = trainer.num_proc_per_node
+        elif slots == 1 and ctx.gpus_per_node() > 1:
+            slots = ctx.gpus_per_node()
+        secret = f"{job}{MPI_SSH_AUTH_SUFFIX}"
+        hostfile = f"{job}{MPI_HOSTFILE_SUFFIX}"
+        for step in ctx.steps:
+            if step.name not in (NODE, STEP_LAUNCHER):
+                continue
+            volumes = step.pod_spec.setdefault("volumes", [])
+            upsert_named(volumes, _ssh_volume(secret))
+            if step.name == STEP_LAUNCHER:
+                upsert_named(
+                    volumes,
+                    {
+                        "name": MPI_HOSTFILE_VOLUME,
+                        "configMap": {
+                            "name": hostfile,
+                            "items": [{"key": MPI_HOSTFILE_NAME, "path": MPI_HOSTFILE_NAME, "mode": 0o444}],
+                        },
+                    },
+                )
+            container = step.container(NODE)
+            if container is None:
+                continue
+            mounts = container.setdefault("volumeMounts", [])
+            upsert_named(mounts, {"name": MPI_SSH_AUTH_VOLUME, "mountPath": mpi.ssh_auth_mount_path})
+            if step.name == STEP_LAUNCHER:
+                upsert_named(mounts, {"name": MPI_HOSTFILE_VOLUME, "mountPath": MPI_HOSTFILE_DIR})
+                upsert_env(
+                    container,
+                    [
+                        env_var(ENV_OMPI_HOSTFILE, f"{MPI_HOSTFILE_DIR}/{MPI_HOSTFILE_NAME}"),
+                        env_var(ENV_OMPI_KEEP_FQDN, "true"),
+                        env_var(ENV_OMPI_DEFAULT_SLOTS, str(slots)),
+                        env_var(ENV_OMPI_RSH_ARGS, OMPI_RSH_ARGS_DEFAULT),
+                    ],
+                )
+        lines = []
+        for step in ctx.steps:
+            if step.name == NODE or (mpi.run_launcher_as_node and step.name == STEP_LAUNCHER):
+                for ji in range(step.replicas):
+                    for pi in range(step.count):
+                        lines.append(f"{ctx.topology.host(job, step.name, ji, pi)} slots={slots}\n")
+        meta = {"namespace": ctx.job.namespace, "ownerReferences": [build_trainjob_owner(ctx.job)]}
+        ctx.objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": secret, **meta},
+                "type": "kubernetes.io/ssh-auth",
+                "immutable": True,
+            }
+        )
+        ctx.objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": hostfile, **meta},
+                "data": {MPI_HOSTFILE_NAME: "".join(lines)},
+            }
+        )
+
+
+def _ssh_volume(secret: str) -> dict[str, Any]:
+    return {
+        "name": MPI_SSH_AUTH_VOLUME,
+        "secret": {
+            "secretName": secret,
+            "defaultMode": 0o400,
+            "items": [
+                {"key": "ssh-privatekey", "path": "id_rsa", "mode": 0o640},
+                {"key": "ssh-publickey", "path": "id_rsa.pub", "mode": 0o644},
+                {"key": "ssh-publickey", "path": "authorized_keys", "mode": 0o644},
+            ],
+        },
+    }

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import (
+    ANCESTOR_TRAINER,
     API_VERSION,
     ENV_MASTER_ADDR,
     ENV_MASTER_PORT,
@@ -29,12 +30,25 @@ from trainop.api.constants import (
     ENV_PET_STANDALONE,
     ENV_RANK,
     ENV_WORLD_SIZE,
+    FIELD_JOB_COMPLETION_INDEX,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    NODE,
+    TORCH_RESERVED_ENV,
+    TRAINER_PORT,
 )
+from trainop.api.errors import FieldError
 from trainop.api.kinds import ElasticPolicy, PyTorchJobSpec
 from trainop.core.naming import build_owner_reference
 from trainop.core.topology import Topology
+from trainop.core.trainjob import (
+    PolicyContext,
+    count_cpus,
+    field_ref_env,
+    reserved_env_error,
+    upsert_env,
+    upsert_port,
+)
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
@@ -293,4 +307,77 @@ def build_hpa(job: TrainingJob) -> dict[str, Any] | None:
     }
 
 
-__all__ = ["PyTorchPlugin", "build_hpa", "build_rdzv_host_conf", "build_wait_for_master_script"]
+class TorchPolicy:
+    """Trainer v2's ``mlPolicy.torch`` (kubeflow/trainer@v2.3.0 plugins/torch/torch.go): the node count
+    from ``numNodes``, and torchrun's PET_* env on the trainer's ``node`` container (and on the
+    ``envInjection`` targets): PET_NNODES, PET_NPROC_PER_NODE (``numProcPerNode``; ``auto`` becomes the
+    CPU count when no GPU is asked for), PET_NODE_RANK from the Job completion index, and
+    PET_MASTER_ADDR/PORT naming node 0. The same torchrun variables the PyTorchJob plugin writes.
+    torchtune's command rewriting is not done: a ``tune run`` trainer keeps the command it was given."""
+
+    ml_policy = "torch"
+
+    def trainjob_errors(self, ctx: PolicyContext) -> list[FieldError]:
+        errs: list[FieldError] = []
+        torch = ctx.runtime.spec.ml_policy.torch if ctx.runtime.spec.ml_policy else None
+        if torch is not None and torch.env_injection is not None:
+            for target in torch.env_injection.targets or []:
+                step = ctx.step(target.job_name or "")
+                for name in target.container_names or []:
+                    if step is None or (
+                        step.container(name) is None and step.container(name, init=True) is None
+                    ):
+                        errs.append(
+                            FieldError(
+                                "spec.runtimeRef",
+                                f"Invalid value: {target.to_dict()}: envInjection target podSet "
+                                f'"{target.job_name}" container "{name}" not found in runtime template',
+                            )
+                        )
+        return errs + reserved_env_error(ctx.job, TORCH_RESERVED_ENV)
+
+    def enforce_ml_policy(self, ctx: PolicyContext) -> None:
+        trainer = ctx.job.spec.trainer
+        step = ctx.step_by_ancestor(ANCESTOR_TRAINER)
+        if step is not None and trainer is not None and trainer.num_nodes is not None:
+            step.count = trainer.num_nodes
+        nproc = "auto"
+        if trainer is not None and trainer.num_proc_per_node is not None:
+            nproc = str(trainer.num_proc_per_node)
+        resources = ctx.resources_per_node()
+        if nproc == "auto" and not ctx.gpus_per_node():
+            nproc = str(max(1, count_cpus(resources)))
+        job = ctx.job.name
+        port = ctx.topology.port(job, NODE, 0, 0, TRAINER_PORT)
+        pet = [
+            env_var(ENV_PET_NNODES, str(step.count if step is not None else 1)),
+            env_var(ENV_PET_NPROC_PER_NODE, nproc),
+            field_ref_env(ENV_PET_NODE_RANK, FIELD_JOB_COMPLETION_INDEX),
+        ]
+        master = [
+            env_var(ENV_PET_MASTER_ADDR, ctx.topology.host(job, NODE, 0, 0)),
+            env_var(ENV_PET_MASTER_PORT, str(port)),
+        ]
+        container = ctx.trainer_container()
+        if container is not None and trainer is not None:
+            upsert_env(container, ctx.trainer_env())
+            upsert_env(container, pet)
+            upsert_env(container, master)
+            upsert_port(container, TRAINER_PORT)
+        torch = ctx.runtime.spec.ml_policy.torch if ctx.runtime.spec.ml_policy else None
+        for target in (torch.env_injection.targets or []) if torch and torch.env_injection else []:
+            tstep = ctx.step(target.job_name or "")
+            for name in target.container_names or []:
+                c = tstep.container(name) or tstep.container(name, init=True) if tstep is not None else None
+                if c is not None:
+                    upsert_env(c, pet)
+                    upsert_env(c, master)
+
+
+__all__ = [
+    "PyTorchPlugin",
+    "TorchPolicy",
+    "build_hpa",
+    "build_rdzv_host_conf",
+    "build_wait_for_master_script",
+]

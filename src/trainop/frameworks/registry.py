@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from trainop.api.common import TrainingJob
 from trainop.api.kinds import register_kind, unregister_kind
+from trainop.core.trainjob import MLPolicyPlugin
 from trainop.frameworks.base import FrameworkPlugin
-from trainop.frameworks.jax import JAXPlugin
-from trainop.frameworks.mpi import DEFAULT_KUBECTL_DELIVERY_IMAGE, MPIPlugin
+from trainop.frameworks.jax import JAXPlugin, JAXPolicy
+from trainop.frameworks.mpi import DEFAULT_KUBECTL_DELIVERY_IMAGE, MPIPlugin, MPIPolicy
 from trainop.frameworks.paddle import PaddlePlugin
 from trainop.frameworks.pytorch import (
     DEFAULT_INIT_CONTAINER_IMAGE,
     DEFAULT_INIT_CONTAINER_MAX_TRIES,
     PyTorchPlugin,
+    TorchPolicy,
 )
 from trainop.frameworks.tensorflow import TFPlugin
-from trainop.frameworks.xgboost import XGBoostPlugin
+from trainop.frameworks.xgboost import XGBoostPlugin, XGBoostPolicy
 
 
 class UnknownKindError(KeyError):
@@ -29,8 +31,24 @@ class UnknownKindError(KeyError):
 
 
 class Registry:
-    def __init__(self, plugins: list[FrameworkPlugin]) -> None:
+    """The kubeflow.org/v1 plugins by kind, and the Trainer v2 ML policies by ``mlPolicy`` source
+    (``torch``, ``mpi`` …): one framework module serves both APIs."""
+
+    def __init__(self, plugins: list[FrameworkPlugin], policies: list[MLPolicyPlugin] | None = None) -> None:
         self._plugins: dict[str, FrameworkPlugin] = {p.info.kind: p for p in plugins}
+        self._policies: dict[str, MLPolicyPlugin] = {p.ml_policy: p for p in policies or []}
+
+    def ml_policy(self, name: str) -> MLPolicyPlugin | None:
+        return self._policies.get(name)
+
+    def ml_policies(self) -> list[str]:
+        return list(self._policies)
+
+    def register_ml_policy(self, policy: MLPolicyPlugin) -> None:
+        self._policies[policy.ml_policy] = policy
+
+    def unregister_ml_policy(self, name: str) -> None:
+        self._policies.pop(name, None)
 
     def get(self, kind: str) -> FrameworkPlugin:
         plugin = self._plugins.get(kind)
@@ -58,6 +76,7 @@ class Registry:
 
 # Kinds added at run time by ``register_framework``: every registry built afterwards has them too.
 _REGISTERED: dict[str, FrameworkPlugin] = {}
+_REGISTERED_POLICIES: dict[str, MLPolicyPlugin] = {}
 
 
 def build_registry(
@@ -76,23 +95,33 @@ def build_registry(
             PaddlePlugin(),
             JAXPlugin(),
             *_REGISTERED.values(),
-        ]
+        ],
+        [TorchPolicy(), MPIPolicy(), JAXPolicy(), XGBoostPolicy(), *_REGISTERED_POLICIES.values()],
     )
 
 
 REGISTRY = build_registry()
 
 
-def register_framework(plugin: FrameworkPlugin, model: type[TrainingJob]) -> None:
+def register_framework(
+    plugin: FrameworkPlugin, model: type[TrainingJob], policy: MLPolicyPlugin | None = None
+) -> None:
     """Add a kind beyond the six: its ``KindInfo`` row and job model to the api tables (parsing,
-    defaults, validation, CRDs) and its plugin to ``REGISTRY`` and every later ``build_registry``."""
+    defaults, validation, CRDs) and its plugin to ``REGISTRY`` and every later ``build_registry``;
+    with ``policy``, also its Trainer v2 ``mlPolicy`` source."""
     register_kind(plugin.info, model)
     _REGISTERED[plugin.info.kind] = plugin
     REGISTRY.register(plugin)
+    if policy is not None:
+        _REGISTERED_POLICIES[policy.ml_policy] = policy
+        REGISTRY.register_ml_policy(policy)
 
 
-def unregister_framework(kind: str) -> None:
+def unregister_framework(kind: str, policy: str | None = None) -> None:
     """Undo ``register_framework`` (a test's throw-away kind)."""
     _REGISTERED.pop(kind, None)
     REGISTRY.unregister(kind)
     unregister_kind(kind)
+    if policy is not None:
+        _REGISTERED_POLICIES.pop(policy, None)
+        REGISTRY.unregister_ml_policy(policy)

@@ -12,16 +12,27 @@ from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import (
+    ANCESTOR_TRAINER,
     COND_RUNNING,
+    ENV_DMLC_NUM_WORKER,
+    ENV_DMLC_TASK_ID,
+    ENV_DMLC_TRACKER_PORT,
+    ENV_DMLC_TRACKER_URI,
     ENV_MASTER_ADDR,
     ENV_MASTER_PORT,
     ENV_RANK,
     ENV_WORKER_ADDRS,
     ENV_WORKER_PORT,
     ENV_WORLD_SIZE,
+    FIELD_JOB_COMPLETION_INDEX,
+    NODE,
     RESTART_EXIT_CODE,
+    TRAINER_PORT,
+    XGBOOST_RESERVED_ENV,
 )
+from trainop.api.errors import FieldError, forbidden
 from trainop.core.topology import Topology
+from trainop.core.trainjob import PolicyContext, field_ref_env, upsert_env, upsert_port
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
@@ -107,3 +118,43 @@ class XGBoostPlugin(BasePlugin):
                 else:
                     out.append(failed_update(job, c.failed, rtype))
         return out
+
+
+class XGBoostPolicy:
+    """Trainer v2's ``mlPolicy.xgboost`` (kubeflow/trainer@v2.3.0 plugins/xgboost/xgboost.go): the node
+    count from ``numNodes``; the collective's DMLC_TRACKER_URI/PORT naming node 0, DMLC_TASK_ID from
+    the Job completion index and DMLC_NUM_WORKER = nodes x (GPUs per node, or 1). The XGBoostJob
+    plugin gives the same tracker its own MASTER_*/WORKER_* names."""
+
+    ml_policy = "xgboost"
+
+    def trainjob_errors(self, ctx: PolicyContext) -> list[FieldError]:
+        trainer = ctx.job.spec.trainer
+        return [
+            forbidden(f"spec.trainer.env[{i}]", f"{e.get('name')} is reserved for the XGBoost runtime")
+            for i, e in enumerate(trainer.env or [] if trainer is not None else [])
+            if e.get("name") in XGBOOST_RESERVED_ENV
+        ]
+
+    def enforce_ml_policy(self, ctx: PolicyContext) -> None:
+        trainer = ctx.job.spec.trainer
+        step = ctx.step_by_ancestor(ANCESTOR_TRAINER)
+        if step is None:
+            return
+        if trainer is not None and trainer.num_nodes is not None:
+            step.count = trainer.num_nodes
+        container = ctx.trainer_container()
+        if container is None or trainer is None:
+            return
+        job = ctx.job.name
+        workers = step.count * (ctx.gpus_per_node() or 1)
+        upsert_env(
+            container,
+            [
+                env_var(ENV_DMLC_TRACKER_URI, ctx.topology.host(job, NODE, 0, 0)),
+                env_var(ENV_DMLC_TRACKER_PORT, str(ctx.topology.port(job, NODE, 0, 0, TRAINER_PORT))),
+                field_ref_env(ENV_DMLC_TASK_ID, FIELD_JOB_COMPLETION_INDEX),
+                env_var(ENV_DMLC_NUM_WORKER, str(workers)),
+            ],
+        )
+        upsert_port(container, TRAINER_PORT)
