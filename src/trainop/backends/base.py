@@ -1,46 +1,171 @@
-"""What every backend offers the SDK and the CLI: typed errors and the small job-operations Protocol.
+"""What every backend offers the front doors: ``JobClient``, the one job-operations Protocol, and
+the one error family its operations raise.
 
-Backend-neutral: no I/O here, and nothing backend-specific. The local backend implements
-``JobBackend`` today; the SDK (``TrainingClient``) depends only on this module's names.
+Backend-neutral: no I/O here, and nothing backend-specific. ``backends.local.api.LocalBackend`` and
+``backends.kubernetes.jobs.KubernetesBackend`` implement ``JobClient``; the CLI prints over it, the
+SDK translates it to kubeflow-training's types (and builds upstream's exceptions at its edge).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from trainop.api import errors as api_errors
 from trainop.api.common import TrainingJob
+from trainop.api.errors import FieldError
 from trainop.core.status import detect_finished
 
 
-class BackendError(Exception):
-    """Base of every error a backend raises for a request it cannot carry out."""
+@dataclass(frozen=True, slots=True)
+class ApiAnswer:
+    """What the API server answered to a refused request (status code, body, headers), kept on the
+    error so the SDK's edge can build the ``ApiException`` upstream chained; None on this machine."""
+
+    code: int
+    body: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
 
 
-class JobNotFoundError(BackendError):
-    def __init__(self, name: str, namespace: str, kind: str | None = None) -> None:
-        what = kind or "job"
-        super().__init__(f'{what} "{name}" not found in namespace "{namespace}"')
-        self.name, self.namespace, self.kind = name, namespace, kind
+class BackendError(RuntimeError):
+    """Base of the one error family every job operation raises, whatever the backend. A RuntimeError,
+    as kubeflow-training's were (§7.3); the SDK rewords the message at its edge and chains the
+    ``ApiException`` it builds from ``answer`` (``cause``), the CLI prints it and picks an exit code.
+
+    ``code`` is the API server's status for the failure (404, 409, 422; 500 for the rest);
+    ``detail`` the backend's own words; ``kind``/``namespace``/``name`` the object, when one
+    (``kind`` is "" when the request named none)."""
+
+    code = 500
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        kind: str | None = None,
+        namespace: str = "",
+        name: str = "",
+        detail: str = "",
+        answer: ApiAnswer | None = None,
+    ) -> None:
+        message = message or self.default_message(kind or "job", namespace, name)
+        super().__init__(message)
+        self.kind, self.namespace, self.name = kind or "", namespace, name
+        self.detail = detail or message
+        self.answer = answer
+        self.cause: BaseException | None = None  # the SDK's ApiException, set at its edge
+
+    def default_message(self, kind: str, namespace: str, name: str) -> str:
+        return f'{kind} "{name}" in namespace "{namespace}": request failed'
+
+    def with_message(self, message: str) -> BackendError:
+        """The same error (class and fields) saying ``message``."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.args = (message,)
+        return new
 
 
-class JobAlreadyExistsError(BackendError):
-    def __init__(self, name: str, namespace: str, kind: str) -> None:
-        super().__init__(
+class NotFoundError(BackendError):
+    """The job (or a replica, a pod) does not exist."""
+
+    code = 404
+
+    def default_message(self, kind: str, namespace: str, name: str) -> str:
+        return f'{kind} "{name}" not found in namespace "{namespace}"'
+
+
+class AlreadyExistsError(BackendError):
+    """A job of that name already exists in the namespace."""
+
+    code = 409
+
+    def default_message(self, kind: str, namespace: str, name: str) -> str:
+        return (
             f'{kind} "{name}" already exists in namespace "{namespace}"; '
             f"delete it first (trainop delete {name}) or choose another metadata.name"
         )
-        self.name, self.namespace, self.kind = name, namespace, kind
 
 
-class WaitTimeoutError(BackendError):
-    def __init__(self, name: str, wanted: Sequence[str], timeout: float, last_state: str) -> None:
-        super().__init__(
-            f'timed out after {timeout:g}s waiting for "{name}" to be {" or ".join(wanted)} (it is '
-            f"{last_state})"
+class InvalidJobError(BackendError, api_errors.InvalidJobError):
+    """The job was refused as invalid (the API server's schema, an admission webhook); ``errors``
+    holds the ``FieldError(path, message)`` items. Also ``trainop.api``'s InvalidJobError (a
+    ValueError), as the same mistake found before any request is."""
+
+    code = 422
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        errors: list[FieldError],
+        kind: str | None = None,
+        namespace: str = "",
+        name: str = "",
+        answer: ApiAnswer | None = None,
+    ) -> None:
+        fields = "; ".join(str(e) for e in errors)
+        message = message or f'{kind or "job"} "{name}" is invalid: {fields}'
+        BackendError.__init__(
+            self, message, kind=kind, namespace=namespace, name=name, detail=message, answer=answer
         )
-        self.name, self.wanted, self.timeout, self.last_state = name, tuple(wanted), timeout, last_state
+        self.errors = list(errors)
+
+
+class ClusterError(BackendError):
+    """The cluster cannot be used as asked: no kubeconfig, unreachable, refused, no CRDs. One line
+    saying what to change."""
+
+
+class NotSupportedError(BackendError):
+    """An option this backend does not offer (the message says what to use instead)."""
+
+    code = 400
+
+
+class LogsUnavailableError(BackendError):
+    """The cluster serves no logs for a pod (kwok's pods, a node whose kubelet cannot be reached)."""
+
+
+class ReplicaNotFoundError(NotFoundError):
+    """``logs --replica``/``--container`` named something the job does not have."""
+
+    def __init__(self, what: str, wanted: str, job: str, known: Sequence[str]) -> None:
+        listed = ", ".join(known) if known else "none"
+        super().__init__(f'{what} "{wanted}" not found in job "{job}"; its {what}s: {listed}', name=job)
+        self.what, self.wanted, self.known = what, wanted, tuple(known)
+
+
+class JobFailedError(BackendError):
+    """A wait saw Failed without expecting it; ``job`` is the job, ``conditions`` its conditions."""
+
+    def __init__(self, message: str, *, job: Any = None, conditions: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.job = job
+        self.conditions = list(conditions or [])
+
+
+class WaitTimeoutError(TimeoutError):
+    """A wait (or a request) ran out of time. A TimeoutError, not a RuntimeError, as upstream's was;
+    ``job`` is the job as last seen, when there is one."""
+
+    def __init__(self, message: str, *, job: Any = None, state: str = "") -> None:
+        super().__init__(message)
+        self.job = job
+        self.state = state
+
+
+def build_wait_timeout(
+    name: str, wanted: Sequence[str], timeout: float, last: TrainingJob
+) -> WaitTimeoutError:
+    """The error of a wait for ``wanted`` that ran out, naming the state the job was last seen in."""
+    state = detect_state(last)
+    return WaitTimeoutError(
+        f'timed out after {timeout:g}s waiting for "{name}" to be {" or ".join(wanted)} (it is {state})',
+        job=last,
+        state=state,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,26 +298,78 @@ class JobDetails:
     cluster: str = ""  # where the job is, when a cluster's (backends/kubernetes/jobs.py)
 
 
-class JobBackend(Protocol):
-    """Job operations a backend offers; every method returns models (or raises a BackendError)."""
+class JobClient(Protocol):
+    """The one way every front door (the CLI, the SDK, the web view) reaches jobs, implemented once
+    per backend: ``backends.local.api.LocalBackend`` (this machine) and
+    ``backends.kubernetes.jobs.KubernetesBackend`` (a cluster through a kubeconfig). Jobs come back
+    as models, pods and events as Kubernetes JSON; failures are this module's errors. ``timeout``
+    (seconds) bounds one request where a cluster answers it; None is the client's default."""
 
-    def submit(self, manifest: dict[str, Any], *, base_dir: str | None = None) -> TrainingJob: ...
+    name: str  # "local" or "kubernetes", for messages
 
-    def get(self, name: str, namespace: str = "default", kind: str | None = None) -> TrainingJob: ...
+    def where(self) -> str:
+        """Where jobs run, for messages (``this machine (state in …)``, ``the cluster at …``)."""
+        ...
 
-    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]: ...
+    def close(self) -> None: ...
 
-    def delete(self, name: str, namespace: str = "default", *, wait: bool = True) -> None: ...
+    # --- creating ---------------------------------------------------------------------------------
+    def prepare(self, manifest: Mapping[str, Any]) -> TrainingJob:
+        """Parse, default and validate as a submit would, without creating anything."""
+        ...
 
-    def set_suspend(self, name: str, suspend: bool, namespace: str = "default") -> TrainingJob: ...
-
-    def wait(
+    def submit(
         self,
-        name: str,
-        conditions: Sequence[str],
-        namespace: str = "default",
-        timeout: float | None = None,
+        manifest: Mapping[str, Any],
+        *,
+        base_dir: Any = None,
+        namespace: str | None = None,
+        attached_client: Any = None,
+    ) -> TrainingJob:
+        """Create the job (``generateName`` filled in). ``base_dir`` and ``attached_client`` are this
+        machine's notions (relative paths, ``trainop run``'s terminal); a cluster ignores them."""
+        ...
+
+    def submit_isolated(
+        self, manifest: Mapping[str, Any], *, packages: Sequence[str], index_url: str
+    ) -> TrainingJob:
+        """Create a job whose replicas ``pip install`` ``packages``: they must not land in the
+        caller's environment (this machine gives the job a virtual environment of its own; a pod's
+        environment already is its own)."""
+        ...
+
+    # --- reading ----------------------------------------------------------------------------------
+    def get(
+        self, name: str, namespace: str = "default", kind: str | None = None, *, timeout: float | None = None
     ) -> TrainingJob: ...
+
+    def list_jobs(
+        self, namespace: str | None = None, kind: str | None = None, *, timeout: float | None = None
+    ) -> list[TrainingJob]:
+        """Jobs of ``namespace`` (None: all) and ``kind`` (None: all), by namespace and name."""
+        ...
+
+    def known_names(self, namespace: str) -> list[str]: ...
+
+    def describe(self, name: str, namespace: str = "default") -> JobDetails: ...
+
+    def pods(
+        self, name: str, namespace: str = "default", *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """The job's pods (Kubernetes JSON), by name."""
+        ...
+
+    def replica_pods(self, namespace: str | None) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
+        """Every pod of every job of ``namespace`` with its job and host port (None on a cluster)."""
+        ...
+
+    def runs(self, name: str, namespace: str = "default") -> list[ContainerRun]: ...
+
+    def events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """core/v1 Event dicts of the namespace's jobs and pods (involvedObject, reason, timestamps)."""
+        ...
+
+    def feed(self, job: TrainingJob) -> JobFeed: ...
 
     def logs(
         self,
@@ -203,4 +380,46 @@ class JobBackend(Protocol):
         container: str | None = None,
         follow: bool = False,
         previous: bool = False,
-    ) -> Iterator[LogLine]: ...
+    ) -> Iterator[LogLine]:
+        """The job's output; ``replica`` is ``worker-1`` or the pod's name. ``follow``: until the job
+        has finished and its replicas' processes ended."""
+        ...
+
+    def wait(
+        self,
+        name: str,
+        conditions: Sequence[str],
+        namespace: str = "default",
+        timeout: float | None = None,
+    ) -> TrainingJob:
+        """Until one of ``conditions`` is True (or the job finished); WaitTimeoutError."""
+        ...
+
+    def check_local_queue(self, namespace: str, queue_name: str) -> None:
+        """Best effort: warn when a Kueue LocalQueue cannot be read (§7.3); never fails on 403/404."""
+        ...
+
+    # --- changing ---------------------------------------------------------------------------------
+    def patch(self, name: str, namespace: str, kind: str, patch: Mapping[str, Any]) -> TrainingJob:
+        """Apply a JSON merge patch (RFC 7386) to the job, validated like an update."""
+        ...
+
+    def set_suspend(
+        self, name: str, suspend: bool, namespace: str = "default", *, interrupted: bool = False
+    ) -> TrainingJob: ...
+
+    def kill_replicas(self, name: str, namespace: str = "default") -> None: ...
+
+    def delete(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        kind: str | None = None,
+        wait: bool = True,
+        grace: float | None = None,
+        propagation: str | None = None,
+    ) -> None:
+        """Delete the job and its pods (``grace``: their grace period). ``wait``: until it is gone.
+        ``propagation`` (Foreground, Background, Orphan) is a cluster's; None: wait's choice."""
+        ...

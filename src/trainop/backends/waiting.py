@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from trainop.api.common import TrainingJob
-from trainop.backends.base import WaitTimeoutError, detect_state, is_finished
+from trainop.backends.base import build_wait_timeout, is_finished
 
 T = TypeVar("T")
 
@@ -94,4 +94,4 @@ def wait_for_job(
     try:
         return poll_until(read, build_job_done(conditions), timeout=timeout, interval=interval, clock=clock)
     except PollTimeout as exc:
-        raise WaitTimeoutError(name, list(conditions), timeout or 0.0, detect_state(exc.last)) from None
+        raise build_wait_timeout(name, list(conditions), timeout or 0.0, exc.last) from None

@@ -1,65 +1,21 @@
-"""Which backend a ``trainop`` command talks to, and the operations it may call on it.
+"""Which backend a ``trainop`` command talks to.
 
 ``--backend local|kubernetes`` (or ``$TRAINOP_BACKEND``; default local), ``--kubeconfig`` and
-``--context`` (either one alone also means kubernetes). ``Backend`` is the one interface the CLI
-uses: ``LocalBackend`` (this machine) and ``KubernetesBackend`` (a cluster through a kubeconfig)
-both implement it, so no command reads a backend's storage itself.
+``--context`` (either one alone also means kubernetes). Commands reach jobs only through the chosen
+backend's ``JobClient`` (backends/base.py), so no command reads a backend's storage itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from trainop.api.common import TrainingJob
-    from trainop.backends.base import ContainerRun, JobFeed, LogLine
+    pass
 
 BACKENDS = ("local", "kubernetes")
 ENV_BACKEND = "TRAINOP_BACKEND"
-
-
-class Backend(Protocol):
-    def where(self) -> str: ...
-    def close(self) -> None: ...
-    def prepare(self, manifest: Mapping[str, Any]) -> TrainingJob: ...
-    def submit(
-        self,
-        manifest: Mapping[str, Any],
-        *,
-        base_dir: Any = None,
-        namespace: str | None = None,
-        attached_client: Any = None,
-    ) -> TrainingJob: ...
-    def get(self, name: str, namespace: str = "default", kind: str | None = None) -> TrainingJob: ...
-    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]: ...
-    def known_names(self, namespace: str) -> list[str]: ...
-    def describe(self, name: str, namespace: str = "default") -> Any: ...
-    def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]: ...
-    def replica_pods(self, namespace: str | None) -> list[tuple[TrainingJob, dict[str, Any], int | None]]: ...
-    def runs(self, name: str, namespace: str = "default") -> list[ContainerRun]: ...
-    def feed(self, job: TrainingJob) -> JobFeed: ...
-    def set_suspend(
-        self, name: str, suspend: bool, namespace: str = "default", *, interrupted: bool = False
-    ) -> TrainingJob: ...
-    def kill_replicas(self, name: str, namespace: str = "default") -> None: ...
-    def delete(
-        self, name: str, namespace: str = "default", *, wait: bool = True, grace: float | None = None
-    ) -> None: ...
-    def wait(
-        self, name: str, conditions: Sequence[str], namespace: str = "default", timeout: float | None = None
-    ) -> TrainingJob: ...
-    def logs(
-        self,
-        name: str,
-        namespace: str = "default",
-        *,
-        replica: str | None = None,
-        container: str | None = None,
-        follow: bool = False,
-        previous: bool = False,
-    ) -> Iterator[LogLine]: ...
 
 
 class SelectionError(ValueError):

@@ -70,7 +70,7 @@ def stop_and_keep(
     """Suspend and mark the job, stream the replicas' last output (``stream``) until every one has
     ended, and return run's exit code: 128 + the first signal (none: the output went away, a hang-up).
     Signals stay recorded only (``signals.record``); one more than had come when it began kills now."""
-    from trainop.backends.base import JobNotFoundError
+    from trainop.backends.base import NotFoundError
 
     signum = signals.received or signal.SIGHUP
     code = compute_exit_code(signum)
@@ -107,7 +107,7 @@ def stop_and_keep(
                 break
             time.sleep(POLL)
         stream()
-    except JobNotFoundError:
+    except NotFoundError:
         say(f"{job.kind} {name} is gone (deleted elsewhere)")
         return code
     if stopped:

@@ -1,6 +1,6 @@
 """``trainop get`` as kubectl's: jobs or their replicas as pods (``get pods``), ``-l`` selectors,
 ``-o wide|name|yaml|json|jsonpath=…``, ``-w`` (a row each time one changes), and the job selection
-``delete --all / -l`` shares. Reads through the ``Backend`` interface (cli/backend.py); changes nothing.
+``delete --all / -l`` shares. Reads through the ``JobClient`` (backends/base.py); changes nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from trainop.cli.selectors import Requirement, matches
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.cli.backend import Backend
+    from trainop.backends.base import JobClient
 
 POD_WORDS = ("pods", "pod", "po")
 OUTPUTS = ("yaml", "json", "wide", "name", "jsonpath=TEMPLATE")
@@ -36,7 +36,7 @@ def check_output(output: str | None) -> None:
 
 
 def select_jobs(
-    backend: Backend, namespace: str | None, kind: str | None, selector: list[Requirement] | None
+    backend: JobClient, namespace: str | None, kind: str | None, selector: list[Requirement] | None
 ) -> list[TrainingJob]:
     jobs = backend.list_jobs(namespace, kind)
     if selector is None:
@@ -117,7 +117,7 @@ POD_WIDE = ["PID", "PORT", "NODE", "JOB"]
 
 
 def list_pods(
-    backend: Backend, namespace: str | None, name: str | None, selector: list[Requirement] | None
+    backend: JobClient, namespace: str | None, name: str | None, selector: list[Requirement] | None
 ) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
     """(job, pod, port) of every pod in scope: ``name`` is a pod's name, or a job's (its pods)."""
     out = []

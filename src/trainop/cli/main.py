@@ -1,5 +1,5 @@
 """``trainop``: the command line (typer + rich). Thin: parse arguments, call the chosen backend through
-the one ``Backend`` interface (cli/backend.py: this machine, or a cluster through a kubeconfig), print.
+the one ``JobClient`` (backends/base.py: this machine, or a cluster through a kubeconfig), print.
 
 Exit codes (docs/local-backend.md, README): 0 success (``run``/``wait``: the job Succeeded or the
 awaited condition was reached); 1 the job Failed (or finished otherwise than awaited); 2 invalid
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from trainop.api.common import TrainingJob
-    from trainop.cli.backend import Backend
+    from trainop.backends.base import JobClient
     from trainop.cli.stop_signals import StopSignals
     from trainop.cli.watch import RunView
 
@@ -138,10 +138,10 @@ def _user_env() -> dict[str, str]:
     return env
 
 
-_current: Backend | None = None  # the command's backend (the not-found hint asks it where else to look)
+_current: JobClient | None = None  # the command's backend (the not-found hint asks it where else to look)
 
 
-def _backend(name: str | None = None, kubeconfig: str | None = None, context: str | None = None) -> Backend:
+def _backend(name: str | None = None, kubeconfig: str | None = None, context: str | None = None) -> JobClient:
     """The backend the command's --backend/--kubeconfig/--context (or $TRAINOP_BACKEND) choose; a
     choice that cannot be used is one line and exit 2 (a bad option) or 5 (the cluster)."""
     global _current
@@ -151,9 +151,10 @@ def _backend(name: str | None = None, kubeconfig: str | None = None, context: st
         chosen = build_selection(name, kubeconfig, context, os.environ)
     except SelectionError as exc:
         _fail(str(exc), EXIT_INVALID)
-    backend: Backend
+    backend: JobClient
     if chosen.backend == "kubernetes":
-        from trainop.backends.kubernetes.jobs import ClusterError, KubernetesBackend
+        from trainop.backends.base import ClusterError
+        from trainop.backends.kubernetes.jobs import KubernetesBackend
 
         try:
             backend = KubernetesBackend(chosen.kubeconfig, chosen.context)
@@ -220,8 +221,13 @@ def _base_dir(file: Path) -> Path:
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a backend call, turning its typed errors into messages and exit codes."""
     from trainop.api.errors import InvalidJobError
-    from trainop.backends.base import BackendError, JobAlreadyExistsError, JobNotFoundError, WaitTimeoutError
-    from trainop.backends.local.api import ReplicaNotFoundError
+    from trainop.backends.base import (
+        AlreadyExistsError,
+        BackendError,
+        NotFoundError,
+        ReplicaNotFoundError,
+        WaitTimeoutError,
+    )
     from trainop.backends.local.paths import StateDirError, UnsafePathError
 
     try:
@@ -230,10 +236,10 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
         _invalid(exc)
     except (StateDirError, UnsafePathError) as exc:  # a bad TRAINOP_HOME (or its disk): one line, exit 2
         _fail(str(exc), EXIT_INVALID)
-    except JobNotFoundError as exc:
-        _fail(str(exc) + _found_elsewhere(exc.name, exc.namespace, exc.kind), EXIT_NOT_FOUND)
-    except (JobAlreadyExistsError, ReplicaNotFoundError) as exc:
+    except (AlreadyExistsError, ReplicaNotFoundError) as exc:
         _fail(str(exc), EXIT_NOT_FOUND)
+    except NotFoundError as exc:
+        _fail(str(exc) + _found_elsewhere(exc.name, exc.namespace, exc.kind or None), EXIT_NOT_FOUND)
     except WaitTimeoutError as exc:
         _fail(str(exc), EXIT_TIMEOUT)
     except BackendError as exc:
@@ -241,12 +247,12 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _backend_error_code(exc: Exception) -> int:
-    """A cluster that refused the job (its webhook, the API's validation), or an option the backend
-    lacks, is bad input, exit 2; one that cannot be used is exit 5; the cluster serves no logs for a
+    """An option the backend lacks is bad input, exit 2 (a cluster that refused the job is an
+    InvalidJobError, also 2); one that cannot be used is exit 5; the cluster serves no logs for a
     pod: 3, as nothing found."""
-    from trainop.backends.kubernetes.jobs import JobRejectedError, LogsUnavailableError, NotSupportedError
+    from trainop.backends.base import LogsUnavailableError, NotSupportedError
 
-    if isinstance(exc, JobRejectedError | NotSupportedError):
+    if isinstance(exc, NotSupportedError):
         return EXIT_INVALID
     if isinstance(exc, LogsUnavailableError):
         return EXIT_NOT_FOUND
@@ -326,7 +332,7 @@ def _job_names(ctx: typer.Context, incomplete: str) -> list[str]:
             params.get("context"),
             os.environ,
         )
-        backend: Backend
+        backend: JobClient
         if chosen.backend == "kubernetes":
             from trainop.backends.kubernetes.jobs import KubernetesBackend
 
@@ -509,7 +515,7 @@ def run(
 
 def _prepare_run(
     args: list[str] | None, namespace: str | None, dry_run: bool, where: tuple[str | None, ...], *opts: Any
-) -> tuple[Backend | None, dict[str, Any], Path, bool]:
+) -> tuple[JobClient | None, dict[str, Any], Path, bool]:
     """run's manifest (from FILE, or built from a command) and backend; no backend for --dry-run,
     which printed it. ``announce``: the job's name is generated, so run says which it is."""
     nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts = opts
@@ -556,7 +562,7 @@ def _prepare_run(
 
 
 def _submit_attached(
-    backend: Backend,
+    backend: JobClient,
     signals: StopSignals,
     manifest: dict[str, Any],
     base_dir: Path,
@@ -629,14 +635,14 @@ def _script_manifest(argv: list[str], namespace: str | None, *opts: Any) -> dict
 
 
 def _watch(
-    backend: Backend, job: TrainingJob, *, stream_logs: bool, signals: StopSignals, announce: bool
+    backend: JobClient, job: TrainingJob, *, stream_logs: bool, signals: StopSignals, announce: bool
 ) -> int:
     """Follow the job to its end; a stop signal recorded at any moment before it finished (during the
     submit included) stops it and keeps it (``_interrupted``). The terminal or pipe going away while
     output is written counts as a hang-up: nobody can watch the job any more."""
     from rich.live import Live
 
-    from trainop.backends.base import JobNotFoundError, is_finished
+    from trainop.backends.base import NotFoundError, is_finished
     from trainop.cli.watch import RunView
 
     console = _console()
@@ -659,7 +665,7 @@ def _watch(
             view.poll(last)
             try:
                 last = backend.get(name, ns)
-            except JobNotFoundError:
+            except NotFoundError:
                 gone = True  # deleted under us (elsewhere, or its TTL): say so
                 break
             if live is not None:
@@ -709,7 +715,7 @@ def _watch(
     return EXIT_OK if state == "Succeeded" else EXIT_FAILED
 
 
-def _interrupted(backend: Backend, job: TrainingJob, signals: StopSignals, view: RunView | None) -> int:
+def _interrupted(backend: JobClient, job: TrainingJob, signals: StopSignals, view: RunView | None) -> int:
     """Stop the job and keep it (cli/interrupt.py): suspended and marked interrupted, its replicas'
     shutdown output streamed, a second stop signal kills them now; 128 + the signal. Were run killed
     anyway, the job's supervisor makes the same stop (backends/local/attach.py)."""
@@ -732,13 +738,15 @@ def _interrupted(backend: Backend, job: TrainingJob, signals: StopSignals, view:
     return stop_and_keep(backend, job, signals, lambda text: _say(err, text), stream)
 
 
-def _stop_on_cluster(backend: Backend, job: TrainingJob, signals: StopSignals, say: Any, stream: Any) -> int:
+def _stop_on_cluster(
+    backend: JobClient, job: TrainingJob, signals: StopSignals, say: Any, stream: Any
+) -> int:
     """run's stop on a cluster, as stop_and_keep's here: the job is suspended and marked interrupted
     (the operator deletes its pods: SIGTERM, SIGKILL after their grace period), what they print is
     streamed until they are gone; a second signal deletes them at once. The job is kept."""
     import signal
 
-    from trainop.backends.base import JobNotFoundError
+    from trainop.backends.base import NotFoundError
     from trainop.backends.waiting import PollTimeout, poll_until
     from trainop.cli.interrupt import MARGIN, compute_longest_grace, detect_stopped, detect_suspend_seen
     from trainop.cli.stop_signals import compute_exit_code, describe_signal
@@ -770,7 +778,7 @@ def _stop_on_cluster(backend: Backend, job: TrainingJob, signals: StopSignals, s
             timeout=compute_longest_grace(job) + MARGIN,
             interval=0.2,
         )
-    except JobNotFoundError:
+    except NotFoundError:
         say(f"{job.kind} {name} is gone (deleted elsewhere)")
     except PollTimeout:
         say(
@@ -908,7 +916,7 @@ def get(
             plurals = ", ".join(info.plural for info in KIND_INFO.values())
             _fail(f'unknown kind "{kind_or_name}"; use one of: {plurals}, pods', EXIT_INVALID)
         name = kind_or_name
-    from trainop.backends.base import JobNotFoundError
+    from trainop.backends.base import NotFoundError
     from trainop.cli.listing import (
         build_job_columns,
         build_job_row,
@@ -922,7 +930,7 @@ def get(
             return list(_call(select_jobs, backend, scope, kind, reqs))
         try:
             return [backend.get(name, namespace, kind)]
-        except JobNotFoundError:
+        except NotFoundError:
             return []
 
     jobs = [_call(backend.get, name, namespace, kind)] if name is not None else current()
@@ -943,7 +951,7 @@ def get(
             if wide:
                 try:
                     restarts = job_restarts(backend.pods(j.name, j.namespace))
-                except JobNotFoundError:  # deleted since the list
+                except NotFoundError:  # deleted since the list
                     restarts = 0
             rows[(j.namespace, j.name)] = build_job_row(
                 j, compute_display_state(j), all_namespaces, kind, restarts, now
@@ -973,7 +981,7 @@ def _print_and_watch(columns: list[str], snapshot: Any, watch: bool, state_colum
 
 
 def _get_pods(
-    backend: Backend, scope: str | None, name: str | None, reqs: Any, output: str | None, watch: bool
+    backend: JobClient, scope: str | None, name: str | None, reqs: Any, output: str | None, watch: bool
 ) -> None:
     """The replicas as kubectl get pods shows pods: NAME READY STATUS RESTARTS AGE (wide: PID, PORT,
     NODE, JOB). ``name`` is a pod's name or a job's."""
@@ -1002,7 +1010,7 @@ def _get_pods(
     _print_and_watch(columns, snapshot, watch, "STATUS")
 
 
-def _no_jobs(backend: Backend, kind: str | None, namespace: str | None) -> str:
+def _no_jobs(backend: JobClient, kind: str | None, namespace: str | None) -> str:
     """What `get` says when it lists nothing: where it looked, and where the jobs are instead."""
     what = f"{kind}s" if kind else "jobs"
     where = f"in namespace {namespace}" if namespace is not None else "in any namespace"

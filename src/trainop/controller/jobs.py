@@ -20,7 +20,10 @@ from trainop.frameworks.base import FrameworkPlugin
 log = logging.getLogger(__name__)
 
 
-class JobBackend(Protocol):
+class ReconcileTarget(Protocol):
+    """What a reconcile observes and applies through (the operator's Kubernetes adapter): not a job
+    client; front doors use ``backends.base.JobClient``."""
+
     def pending(self, key: tuple[str, str, str]) -> float | None:
         """Seconds to wait before this job may be reconciled (its last writes are not visible yet)."""
         ...
@@ -44,7 +47,7 @@ class JobReconciler:
 
     def __init__(
         self,
-        backend: JobBackend,
+        backend: ReconcileTarget,
         plugins: Callable[[str], FrameworkPlugin],
         topology: Topology,
         *,

@@ -2,7 +2,8 @@
 
 Argument names, defaults, return shapes and error types follow upstream, so notebook code moves over by
 changing its import. The backend is chosen once in the constructor; every method turns arguments into
-Kubernetes JSON and asks the backend (``trainop.sdk.backend.ClientBackend``). Deliberate differences
+Kubernetes JSON and asks the backend's ``JobClient`` (``trainop.backends.base``), then translates
+its answers to upstream's models and its errors to upstream's (sdk/errors.py). Deliberate differences
 from upstream are listed in docs/sdk.md. No job logic lives here: the backends validate and reconcile.
 """
 
@@ -16,23 +17,28 @@ import textwrap
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainop.api import errors as api_errors
 from trainop.api.errors import FieldError
 from trainop.api.load import load_documents, parse_job
+from trainop.backends.base import BackendError, ClusterError, JobClient, NotFoundError
 from trainop.backends.waiting import PollTimeout, poll_until
 from trainop.sdk import constants, utils
-from trainop.sdk.backend import ClientBackend
 from trainop.sdk.errors import (
     JobFailedError,
     SDKError,
     WaitTimeoutError,
+    build_cause,
     build_invalid_job_error,
     build_log_error,
+    build_sdk_error,
 )
 from trainop.sdk.funcjob import build_entrypoint, build_func_job, build_func_script, build_pod_template
 from trainop.sdk.models import SDK_JOB_MODELS, build_model, build_plain
+
+if TYPE_CHECKING:
+    from trainop.backends.kubernetes.jobs import KubernetesBackend
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -43,6 +49,7 @@ status_logger = utils.StatusLogger(
 )
 
 ENV_BACKEND = "TRAINOP_BACKEND"
+FIELD_MANAGER = "trainop-sdk"
 BACKENDS = ("local", "kubernetes")
 
 # Follow mode (§7.3): one reader thread per pod feeds a bounded queue; the queues are drained in turn.
@@ -71,7 +78,7 @@ class TrainingClient:
         job_kind: default kind of every method (``PyTorchJob``).
         backend: ``"local"`` (processes on this machine, no cluster) or ``"kubernetes"``. Defaults to
             Kubernetes when ``config_file``/``context``/``client_configuration`` is given, else to
-            ``$TRAINOP_BACKEND``, else Kubernetes. A ``ClientBackend`` object is also accepted.
+            ``$TRAINOP_BACKEND``, else Kubernetes. A ``JobClient`` object is also accepted.
         local_home: the local backend's state directory (defaults to ``$TRAINOP_HOME``).
 
     Raises:
@@ -92,7 +99,7 @@ class TrainingClient:
         namespace: str | None = None,
         job_kind: str = constants.PYTORCHJOB_KIND,
         *,
-        backend: str | ClientBackend | None = None,
+        backend: str | JobClient | None = None,
         local_home: str | os.PathLike[str] | None = None,
     ) -> None:
         if job_kind not in constants.JOB_PARAMETERS:
@@ -120,13 +127,11 @@ class TrainingClient:
                     raise ValueError(
                         f"{', '.join(kube_args)}: only for the Kubernetes backend, not backend='local'"
                     )
-                from trainop.sdk.local import LocalJobBackend
+                from trainop.backends.local.api import LocalBackend
 
-                self.backend: ClientBackend = LocalJobBackend(home=local_home)
+                self.backend: JobClient = LocalBackend(home=local_home)
             elif chosen in ("kubernetes", "k8s"):
-                from trainop.sdk.kube import KubernetesBackend
-
-                kb = KubernetesBackend(config_file, context, client_configuration)
+                kb = _kubernetes_client(config_file, context, client_configuration)
                 default_ns = kb.default_namespace
                 self.backend = kb
             else:
@@ -228,22 +233,25 @@ class TrainingClient:
         meta = obj["metadata"]
         kind, ns, job_name = obj["kind"], meta["namespace"], meta.get("name", "")
         if queue_name and queue_name.strip():
-            self.backend.check_local_queue(ns, queue_name)
-        if train_func is not None:
+            try:
+                self.backend.check_local_queue(ns, queue_name)
+            except ClusterError as e:  # upstream's _check_queue_exists raised ConnectionError
+                raise ConnectionError(str(e)) from build_cause(e)
+        target = (kind, ns, job_name)
+        if isolated_env and packages_to_install:
+            packages = list(packages_to_install)
             self._request(
                 f"Failed to create {kind}: {ns}/{job_name}",
                 f"Timeout to create {kind}: {ns}/{job_name}",
-                lambda: self.backend.create_function_job(
-                    obj,
-                    packages_to_install=packages_to_install if isolated_env else None,
-                    pip_index_url=pip_index_url,
-                ),
+                lambda: self.backend.submit_isolated(obj, packages=packages, index_url=pip_index_url),
+                target,
             )
         else:
             self._request(
                 f"Failed to create {kind}: {ns}/{job_name}",
                 f"Timeout to create {kind}: {ns}/{job_name}",
-                lambda: self.backend.create_job(obj),
+                lambda: self.backend.submit(obj),
+                target,
             )
         logger.debug("%s %s/%s has been created", obj["kind"], meta["namespace"], meta.get("name"))
 
@@ -269,12 +277,13 @@ class TrainingClient:
         """
         kind = self._kind(job_kind)
         ns = namespace or self.namespace
-        obj = self._request(
+        job = self._request(
             f"Failed to get {kind}: {ns}/{name}",
             f"Timeout to get {kind}: {ns}/{name}",
-            lambda: self.backend.get_job(kind, ns, name, timeout=timeout),
+            lambda: self.backend.get(name, ns, kind, timeout=timeout),
+            (kind, ns, name),
         )
-        return build_model(obj, SDK_JOB_MODELS[kind])
+        return build_model(job.to_dict(), SDK_JOB_MODELS[kind])
 
     def list_jobs(
         self,
@@ -290,13 +299,14 @@ class TrainingClient:
         """
         kind = self._kind(job_kind)
         ns = namespace or self.namespace
-        objs = self._request(
+        jobs = self._request(
             # Upstream's words, its doubled colon included.
             f"Failed to list {kind}s in namespace: : {ns}",
             f"Timeout to list {kind}s in namespace: {ns}",
-            lambda: self.backend.list_jobs(kind, ns, timeout=timeout),
+            lambda: self.backend.list_jobs(ns, kind, timeout=timeout),
+            (kind, ns, ""),
         )
-        return [build_model(o, SDK_JOB_MODELS[kind]) for o in objs]
+        return [build_model(j.to_dict(), SDK_JOB_MODELS[kind]) for j in jobs]
 
     def get_job_conditions(
         self,
@@ -497,11 +507,20 @@ class TrainingClient:
         """
         labels = self._pod_labels(name, is_master, replica_type, replica_index)
         ns = namespace or self.namespace
+
+        def read() -> list[dict[str, Any]]:
+            try:
+                return self.backend.pods(name, ns, timeout=timeout)
+            except NotFoundError:  # a job that is not there has no pods (upstream lists by label)
+                return []
+
         pods = self._request(
             f"Failed to list pods for Job: {ns}/{name}",
             f"Timeout to list pods for Job: {ns}/{name}",
-            lambda: self.backend.list_pods(ns, labels, timeout=timeout),
+            read,
+            ("Pod", ns, ""),
         )
+        pods = [p for p in pods if _has_labels(p, labels)]
         # The API server's order (by name), so both backends list alike.
         pods.sort(key=lambda p: str((p.get("metadata") or {}).get("name", "")))
         return [build_model(p, "V1Pod") for p in pods]
@@ -570,11 +589,11 @@ class TrainingClient:
         else:
             for pod in names:
                 try:
-                    logs[pod] = self.backend.read_log(ns, name, pod, container, timeout=timeout)
-                except WaitTimeoutError:
-                    raise
-                except SDKError as e:
-                    raise build_log_error(ns, pod, e.detail, e.cause) from e.cause
+                    lines = list(self.backend.logs(name, ns, replica=pod, container=container))
+                except BackendError as e:
+                    cause = build_cause(e)
+                    raise build_log_error(ns, pod, e.detail, cause) from cause
+                logs[pod] = "".join(f"{line.text}\n" for line in lines)
         events: dict[str, list[str]] = {}
         if verbose:
             events = self._job_events(kind, ns, name, pods, timeout)
@@ -627,8 +646,8 @@ class TrainingClient:
 
         def read(pod: str, q: queue.Queue[str | _StreamEnd]) -> None:
             try:
-                for line in self.backend.stream_log(namespace, job, pod, container, timeout=timeout):
-                    if not put(q, line):
+                for line in self.backend.logs(job, namespace, replica=pod, container=container, follow=True):
+                    if not put(q, line.text):
                         return
             except BaseException as e:  # handed to the caller's thread
                 put(q, _StreamEnd(e))
@@ -680,7 +699,12 @@ class TrainingClient:
         for p in pods:
             created[("Pod", str(p.metadata.name))] = _parse_time(p.metadata.creation_timestamp)
         out: dict[str, list[str]] = {}
-        events = self.backend.list_events(namespace, timeout=timeout)
+        events = self._request(
+            f"Failed to list events in namespace: {namespace}",
+            f"Timeout to list events in namespace: {namespace}",
+            lambda: self.backend.events(namespace, timeout=timeout),
+            ("Event", namespace, ""),
+        )
         for ev in sorted(events, key=_event_time_key):
             inv = ev.get("involvedObject") or {}
             key = (inv.get("kind"), inv.get("name"))
@@ -729,7 +753,8 @@ class TrainingClient:
         self._request(
             f"Failed to update {kind}: {ns}/{name}",
             f"Timeout to update {kind}: {ns}/{name}",
-            lambda: self.backend.patch_job(kind, ns, name, patch),
+            lambda: self.backend.patch(name, ns, kind, patch),
+            (kind, ns, name),
         )
         logger.debug("%s %s/%s has been updated", kind, ns, name)
 
@@ -751,11 +776,23 @@ class TrainingClient:
         kind = job_kind or self.job_kind
         if kind not in constants.JOB_PARAMETERS:  # upstream: the lookup fails inside its try
             raise SDKError(f"Failed to delete {kind}: {ns}/{name}")
-        opts = build_plain(delete_options) if delete_options is not None else None
+        opts = build_plain(delete_options) if delete_options is not None else {}
+        grace = opts.get("gracePeriodSeconds")
+        # Without options, the API server's default (Background): the call returns once the job is
+        # gone (locally: once its processes stopped), its pods follow.
+        propagation = opts.get("propagationPolicy") or "Background"
         self._request(
             f"Failed to delete {kind}: {ns}/{name}",
             f"Timeout to delete {kind}: {ns}/{name}",
-            lambda: self.backend.delete_job(kind, ns, name, opts),
+            lambda: self.backend.delete(
+                name,
+                ns,
+                kind=kind,
+                wait=True,
+                grace=None if grace is None else float(grace),
+                propagation=propagation,
+            ),
+            (kind, ns, name),
         )
         logger.debug("%s %s/%s has been deleted", kind, ns, name)
 
@@ -828,17 +865,26 @@ class TrainingClient:
         return kind
 
     @staticmethod
-    def _request(failed: str, timed_out: str, fn: Callable[[], T]) -> T:
-        """Run a backend call; its errors say ``failed``/``timed_out`` as upstream's did, keep their
-        class and fields, and stay chained to the ``ApiException`` (``__cause__``)."""
+    def _request(failed: str, timed_out: str, fn: Callable[[], T], target: tuple[str, str, str]) -> T:
+        """Run a ``JobClient`` call: the SDK's edge. Its errors say ``failed``/``timed_out`` as
+        upstream's did, keep their class and fields, and are chained to the ``ApiException`` upstream
+        chained (``__cause__``). ``target``: (kind, namespace, name) asked for, for errors that do not
+        say."""
+        kind, namespace, name = target
         try:
             return fn()
         except WaitTimeoutError:
             raise WaitTimeoutError(timed_out) from None
-        except SDKError as e:
-            if e.cause is None:
-                raise e.with_message(f"{failed}. Error: {e.detail}") from e
-            raise e.with_message(f"{failed}. Error: {e.cause}") from e.cause
+        except BackendError as e:
+            e.kind, e.namespace, e.name = e.kind or kind, e.namespace or namespace, e.name or name
+            err = build_sdk_error(e, failed)
+            raise err from err.cause
+        except api_errors.InvalidJobError as e:  # found before any request (a manifest's own errors)
+            invalid = build_invalid_job_error(e, kind=kind, namespace=namespace, name=name)
+            raise invalid.with_message(f"{failed}. Error: {invalid.cause}") from invalid.cause
+        except OSError as e:  # this machine's state directory
+            err = build_sdk_error(BackendError(str(e), kind=kind, namespace=namespace, name=name), failed)
+            raise err from err.cause
 
     def _has(
         self,
@@ -877,6 +923,39 @@ class TrainingClient:
 
 # ----------------------------------------------------------------------------------------------------
 # pure helpers
+
+
+def _kubernetes_client(
+    config_file: str | None, context: str | None, client_configuration: Any
+) -> KubernetesBackend:
+    """The one Kubernetes job client, configured as upstream's constructor chose a cluster (§7.3)."""
+    from lightkube.core.exceptions import ConfigError
+
+    from trainop.backends.kubernetes.client import load_config
+    from trainop.backends.kubernetes.jobs import KubernetesBackend as Client
+
+    try:
+        config = load_config(config_file, context, client_configuration)
+    except (ConfigError, OSError, KeyError) as e:
+        raise SDKError(
+            f"Failed to load the Kubernetes configuration: {e}. Pass config_file=... (or set $KUBECONFIG), "
+            'or use TrainingClient(backend="local") to run jobs on this machine'
+        ) from None
+    try:
+        return Client(
+            config=config,
+            timeout=float(constants.DEFAULT_TIMEOUT),
+            field_manager=FIELD_MANAGER,
+            component="trainop-sdk",
+        )
+    except ClusterError as e:
+        raise SDKError(f"Failed to load the Kubernetes configuration: {e.detail}") from None
+
+
+def _has_labels(obj: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether the object's labels include every pair of ``labels`` (a label selector's equality)."""
+    have = (obj.get("metadata") or {}).get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())
 
 
 def _checked_kind(kind: Any) -> str:

@@ -1,8 +1,10 @@
-"""Typed SDK errors that are the built-ins kubeflow-training raised (contract §7.3), with its causes.
+"""The SDK's edge of the one error family (``trainop.backends.base``): upstream's messages and the
+``ApiException`` kubeflow-training chained (contract §7.3) are made here and nowhere else.
 
 Upstream raised plain RuntimeError / TimeoutError / ValueError and chained the API server's
-``ApiException`` as ``__cause__``; ours subclass the same built-ins and chain an ``ApiException``
-(``kubernetes.client``'s when installed) on both backends. Pure data and message builders: no I/O.
+``ApiException`` as ``__cause__``; the family's errors subclass the same built-ins, and here they get
+upstream's wording and an ``ApiException`` (``kubernetes.client``'s when installed) on both backends.
+Pure data and message builders: no I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +15,15 @@ from typing import Any
 
 from trainop.api import errors as api_errors
 from trainop.api.errors import FieldError
+from trainop.backends.base import (
+    AlreadyExistsError,
+    BackendError,
+    InvalidJobError,
+    JobFailedError,
+    NotFoundError,
+    WaitTimeoutError,
+)
+from trainop.sdk import constants
 from trainop.sdk.models import kube_client
 
 __all__ = [
@@ -25,6 +36,7 @@ __all__ = [
     "SDKError",
     "WaitTimeoutError",
     "build_api_exception",
+    "build_sdk_error",
     "build_status_body",
 ]
 
@@ -112,114 +124,71 @@ def build_status_body(
     return json.dumps(status, separators=(",", ":"))
 
 
-class SDKError(RuntimeError):
-    """A call to the backend failed.
-
-    Upstream: ``RuntimeError("Failed to <verb> <Kind>: <ns>/<name>. Error: …")``.
-
-    ``detail``: the backend's own words, without the prefix. ``cause``: the ``ApiException`` it is
-    chained to (``__cause__``), None when no API response was involved.
-    """
-
-    def __init__(self, message: str, *, detail: str = "", cause: BaseException | None = None) -> None:
-        super().__init__(message)
-        self.detail = detail or message
-        self.cause = cause
-
-    def with_message(self, message: str) -> SDKError:
-        """The same error (class and fields) saying ``message``: the client words it as upstream did."""
-        new = type(self).__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new.args = (message,)
-        return new
+SDKError = BackendError  # trainop's name for the family's base in the SDK (a RuntimeError)
 
 
-class _NamedObjectError(SDKError):
-    """A request about one named object failed; ``kind``, ``namespace`` and ``name`` say which."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        kind: str = "",
-        namespace: str = "",
-        name: str = "",
-        detail: str = "",
-        cause: BaseException | None = None,
-    ) -> None:
-        super().__init__(message, detail=detail, cause=cause)
-        self.kind = kind
-        self.namespace = namespace
-        self.name = name
-
-
-class NotFoundError(_NamedObjectError):
-    """The job (or pod) does not exist (``__cause__.status`` 404)."""
-
-
-class AlreadyExistsError(_NamedObjectError):
-    """A job of that kind and name already exists in the namespace (``__cause__.status`` 409)."""
+def build_cause(err: BackendError) -> Exception:
+    """The ``ApiException`` upstream chained for ``err``: built from the API server's answer when
+    there was one, else the Status the API server would have answered (404, 409, 422, 500)."""
+    if err.answer is not None:
+        return build_api_exception(err.answer.code, err.answer.body, _headers(err.answer.headers))
+    kind = err.kind or ""
+    known = kind in constants.JOB_PARAMETERS
+    plural = str(constants.JOB_PARAMETERS.get(kind, {}).get("plural") or f"{kind.lower()}s")
+    resource = f"{plural}.{constants.GROUP}" if known else plural
+    text = {
+        404: f'{resource} "{err.name}" not found',
+        409: f'{resource} "{err.name}" already exists',
+    }.get(err.code, err.detail)
+    causes = err.errors if isinstance(err, InvalidJobError) else None
+    body = build_status_body(
+        err.code,
+        text,
+        name=err.name,
+        group=constants.GROUP if known else "",
+        kind=plural if kind else "",
+        causes=causes,
+    )
+    return build_api_exception(err.code, body)
 
 
-class InvalidJobError(_NamedObjectError, api_errors.InvalidJobError):
-    """The job is invalid (``__cause__.status`` 422, or 403 for a webhook's denial); ``errors`` holds
-    the ``FieldError(path, message)`` items.
+def _headers(pairs: tuple[tuple[str, str], ...]) -> Any:
+    """The headers as kubernetes.client's ApiException holds them (urllib3's type, when installed)."""
+    try:
+        from urllib3 import HTTPHeaderDict
 
-    A RuntimeError, as upstream's (the API server refused it); also ``trainop.api``'s InvalidJobError
-    (a ValueError), as trainop's SDK raised before.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        errors: list[FieldError],
-        kind: str = "",
-        namespace: str = "",
-        name: str = "",
-        cause: BaseException | None = None,
-    ) -> None:
-        _NamedObjectError.__init__(
-            self, message, kind=kind, namespace=namespace, name=name, detail=message, cause=cause
-        )
-        self.errors = list(errors)
+        return HTTPHeaderDict(list(pairs))
+    except ImportError:
+        return dict(pairs)
 
 
-class JobFailedError(SDKError):
-    """``wait_for_job_conditions`` saw Failed without expecting it.
-
-    ``conditions`` holds the job's conditions.
-    """
-
-    def __init__(self, message: str, *, job: Any = None, conditions: list[Any] | None = None) -> None:
-        super().__init__(message, detail=message)
-        self.job = job
-        self.conditions = list(conditions or [])
-
-
-class WaitTimeoutError(TimeoutError):
-    """The expected conditions did not appear within ``wait_timeout`` (or a backend call timed out)."""
-
-    def __init__(self, message: str, *, job: Any = None) -> None:
-        super().__init__(message)
-        self.job = job
+def build_sdk_error(err: BackendError, failed: str) -> BackendError:
+    """``err`` as upstream raised it: ``<failed>. Error: <the ApiException>``, chained to that
+    ``ApiException`` (``cause``); same class and fields."""
+    cause = build_cause(err)
+    out = err.with_message(f"{failed}. Error: {cause}")
+    out.cause = cause
+    return out
 
 
 def build_invalid_job_error(
     err: api_errors.InvalidJobError, *, kind: str, namespace: str, name: str, code: int = 422
 ) -> InvalidJobError:
-    """``trainop.api``'s validation error → the SDK's, chained to the API server's 422 for it
+    """``trainop.api``'s validation error → the family's, chained to the API server's 422 for it
     (``<Kind>.kubeflow.org "<name>" is invalid: …``, one cause per field)."""
     kind = err.kind or kind
     name = err.name or name
     fields = "; ".join(str(e) for e in err.errors)
     message = f'{kind}.kubeflow.org "{name}" is invalid: {fields}'
     body = build_status_body(code, message, name=name, group="kubeflow.org", kind=kind, causes=err.errors)
-    cause = build_api_exception(code, body)
-    return InvalidJobError(message, errors=err.errors, kind=kind, namespace=namespace, name=name, cause=cause)
+    out = InvalidJobError(message, errors=err.errors, kind=kind, namespace=namespace, name=name)
+    out.cause = build_api_exception(code, body)
+    return out
 
 
 def build_log_error(namespace: str, pod: str, detail: str, cause: BaseException | None = None) -> SDKError:
     """Upstream's error for a pod log that cannot be read (``get_job_logs``, §7.3); the reason is in
     ``detail`` and the chained ``__cause__``."""
-    return SDKError(f"Failed to read logs for pod {namespace}/{pod}", detail=detail, cause=cause)
+    out = BackendError(f"Failed to read logs for pod {namespace}/{pod}", detail=detail)
+    out.cause = cause
+    return out

@@ -9,8 +9,8 @@ import pytest
 from kubernetes import client as k8s
 from lightkube.models.core_v1 import Container, EnvVar
 
+from trainop.backends.local.api import build_merge_patch
 from trainop.sdk import KubeflowOrgV1PyTorchJob, KubeflowOrgV1PyTorchJobList, KubeObject
-from trainop.sdk.local import build_merge_patch
 from trainop.sdk.models import build_job_model, build_plain
 
 

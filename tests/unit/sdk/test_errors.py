@@ -11,6 +11,7 @@ from kubernetes.client.exceptions import ApiException
 
 from trainop.api import errors as api_errors
 from trainop.api.errors import FieldError
+from trainop.backends.base import ApiAnswer, BackendError
 from trainop.sdk.errors import (
     AlreadyExistsError,
     InvalidJobError,
@@ -20,6 +21,7 @@ from trainop.sdk.errors import (
     build_api_exception,
     build_invalid_job_error,
     build_log_error,
+    build_sdk_error,
     build_status_body,
 )
 
@@ -161,7 +163,90 @@ def test_build_log_error() -> None:
         "type": SDKError,
         "message": "Failed to read logs for pod ns/a-worker-1",
         "detail": "container not started",
+        "kind": "",
+        "namespace": "",
+        "name": "",
     }
+
+
+@pytest.mark.parametrize(
+    ("err", "want"),
+    [
+        pytest.param(
+            NotFoundError(kind="PyTorchJob", namespace="ns", name="a"),
+            (
+                NotFoundError,
+                404,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": 'pytorchjobs.kubeflow.org "a" not found',
+                    "reason": "NotFound",
+                    "details": {"name": "a", "group": "kubeflow.org", "kind": "pytorchjobs"},
+                    "code": 404,
+                },
+            ),
+            id="this machine's not found: the Status the API server would answer",
+        ),
+        pytest.param(
+            AlreadyExistsError(kind="TFJob", namespace="ns", name="a"),
+            (
+                AlreadyExistsError,
+                409,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": 'tfjobs.kubeflow.org "a" already exists',
+                    "reason": "AlreadyExists",
+                    "details": {"name": "a", "group": "kubeflow.org", "kind": "tfjobs"},
+                    "code": 409,
+                },
+            ),
+            id="already exists",
+        ),
+        pytest.param(
+            NotFoundError(
+                kind="PyTorchJob",
+                namespace="ns",
+                name="a",
+                answer=ApiAnswer(404, '{"kind":"Status","code":404}', (("Audit-Id", "x"),)),
+            ),
+            (NotFoundError, 404, {"kind": "Status", "code": 404}),
+            id="a cluster's answer is chained as it came",
+        ),
+        pytest.param(
+            BackendError("the disk is full", kind="PyTorchJob", namespace="ns", name="a"),
+            (
+                BackendError,
+                500,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": "the disk is full",
+                    "reason": "InternalError",
+                    "details": {"name": "a", "group": "kubeflow.org", "kind": "pytorchjobs"},
+                    "code": 500,
+                },
+            ),
+            id="anything else is the API server's 500",
+        ),
+    ],
+)
+def test_the_sdk_edge_words_errors_as_upstream(err: BackendError, want: tuple[Any, ...]) -> None:
+    got = build_sdk_error(err, "Failed to get X: ns/a")
+    cause = got.cause
+    assert isinstance(cause, ApiException)
+    assert (type(got), cause.status, json.loads(cause.body)) == want
+    assert str(got) == f"Failed to get X: ns/a. Error: {cause}"
+    assert (got.kind, got.namespace, got.name) == (err.kind, err.namespace, err.name)
+    if err.answer is not None:
+        assert cause.headers["Audit-Id"] == "x"
 
 
 def test_wait_timeout_is_a_timeout_error() -> None:

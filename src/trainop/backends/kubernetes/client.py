@@ -482,14 +482,64 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-def load_config(kubeconfig: str | None = None, context: str | None = None) -> SingleConfig:
-    """``--kubeconfig`` if given, else in-cluster service account, else ``$KUBECONFIG`` / ~/.kube/config."""
+def load_config(
+    kubeconfig: str | None = None, context: str | None = None, client_configuration: Any = None
+) -> SingleConfig:
+    """``client_configuration`` if given (the SDK's argument), else ``--kubeconfig``, else the
+    in-cluster service account, else ``$KUBECONFIG`` / ~/.kube/config."""
+    if client_configuration is not None:
+        return build_config_from_client_configuration(client_configuration)
     if kubeconfig:
         cfg = KubeConfig.from_file(Path(kubeconfig).expanduser()).get(context)
     else:
         cfg = KubeConfig.from_env().get(context)
     assert cfg is not None  # .get() without a default raises instead of returning None
     return cfg
+
+
+def build_config_from_client_configuration(conf: Any) -> SingleConfig:
+    """A ``kubernetes.client.Configuration``-like object (host, api_key, ssl_ca_cert, cert_file,
+    key_file, verify_ssl, username/password), or a lightkube config, → a lightkube SingleConfig."""
+    if isinstance(conf, SingleConfig):
+        return conf
+    if isinstance(conf, KubeConfig):
+        single = conf.get()
+        if single is None:
+            raise ValueError("client_configuration: the KubeConfig has no current context")
+        return single
+    host = getattr(conf, "host", None)
+    if not host:
+        raise ValueError("client_configuration must have a `host` (a kubernetes.client.Configuration)")
+    cluster: dict[str, Any] = {"server": host}
+    if getattr(conf, "ssl_ca_cert", None):
+        cluster["certificate-authority"] = conf.ssl_ca_cert
+    if getattr(conf, "verify_ssl", True) is False:
+        cluster["insecure-skip-tls-verify"] = True
+    user: dict[str, Any] = {}
+    api_key = getattr(conf, "api_key", None) or {}
+    token = api_key.get("authorization") or api_key.get("BearerToken")
+    if token:
+        prefix = (getattr(conf, "api_key_prefix", None) or {}).get("authorization", "")
+        full = f"{prefix} {token}".strip()
+        user["token"] = full.split(" ", 1)[1] if full.lower().startswith("bearer ") else full
+    if getattr(conf, "cert_file", None):
+        user["client-certificate"] = conf.cert_file
+    if getattr(conf, "key_file", None):
+        user["client-key"] = conf.key_file
+    if getattr(conf, "username", None):
+        user["username"] = conf.username
+        user["password"] = getattr(conf, "password", None) or ""
+    kc = KubeConfig.from_dict(
+        {
+            "clusters": [{"name": "sdk", "cluster": cluster}],
+            "users": [{"name": "sdk", "user": user}],
+            "contexts": [{"name": "sdk", "context": {"cluster": "sdk", "user": "sdk"}}],
+            "current-context": "sdk",
+        }
+    )
+    single = kc.get()
+    assert single is not None  # .get() without a default raises instead of returning None
+    return single
 
 
 @dataclass

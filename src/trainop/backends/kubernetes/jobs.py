@@ -13,32 +13,42 @@ import collections
 import concurrent.futures
 import contextlib
 import copy
+import logging
 import queue
 import threading
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx2 as httpx
 from lightkube import ALL_NS
+from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.types import CascadeType, PatchType
 
+from trainop.api import errors as api_errors
 from trainop.api.common import TrainingJob
 from trainop.api.constants import ANNOTATION_INTERRUPTED, LABEL_JOB_NAME
-from trainop.api.errors import InvalidJobError
+from trainop.api.errors import FieldError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
 from trainop.backends.base import (
+    AlreadyExistsError,
+    ApiAnswer,
     BackendError,
+    ClusterError,
     ContainerRun,
-    JobAlreadyExistsError,
+    InvalidJobError,
+    JobClient,
     JobDetails,
     JobEvent,
     JobFeed,
-    JobNotFoundError,
     LogLine,
+    LogsUnavailableError,
+    NotFoundError,
+    NotSupportedError,
+    WaitTimeoutError,
     is_finished,
 )
 from trainop.backends.kubernetes import resources as r
@@ -46,30 +56,20 @@ from trainop.backends.kubernetes.client import KubeClient, api_status_code, buil
 from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, poll_until, wait_for_job
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 WAIT_POLL = 1.0  # seconds between reads while waiting for a condition (a watch would be one request)
 DELETE_TIMEOUT = 120.0  # a job still there this long after its deletion: finalizers, or no GC
 TAIL_KEPT = 20  # lines kept per container for the failure summary's tail
 CLI_QPS, CLI_BURST = 20.0, 40  # kubectl's own client-side limits are 5/10 (and more for discovery)
+CASCADES = {
+    "Foreground": CascadeType.FOREGROUND,
+    "Background": CascadeType.BACKGROUND,
+    "Orphan": CascadeType.ORPHAN,
+}
+REQUEST_TIMEOUT = 30.0  # seconds for one request (the SDK passes its own)
+THROTTLE_RETRIES, THROTTLE_MAX_WAIT_S = 10, 5.0  # a create answered 429 is retried (client-go's rule)
 NOTE_TAIL = ": showing the status only"  # what run does about it (logs just says why)
-
-
-class ClusterError(BackendError):
-    """The cluster cannot be used as asked: no kubeconfig, unreachable, refused, no CRDs. One line
-    saying what to change."""
-
-
-class JobRejectedError(BackendError):
-    """The cluster refused the job as invalid: its admission webhook, or the API server's own
-    validation (the CRD's schema). The message is the cluster's."""
-
-
-class NotSupportedError(BackendError):
-    """An option this backend does not offer yet (the message says what to use instead)."""
-
-
-class LogsUnavailableError(BackendError):
-    """The cluster serves no logs for a pod (kwok's pods, a node whose kubelet cannot be reached)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,15 +140,50 @@ def _is_missing_type(exc: BaseException) -> bool:
     return details is None or not details.name
 
 
+def build_answer(exc: httpx.HTTPStatusError) -> ApiAnswer:
+    """What the API server answered (status, body, headers), for the SDK's ``ApiException``."""
+    response = exc.response
+    headers = tuple((k.decode(), v.decode()) for k, v in response.headers.raw)
+    try:
+        body = response.text
+    except (httpx.ResponseNotRead, UnicodeDecodeError):
+        body = ""
+    return ApiAnswer(response.status_code, body, headers)
+
+
+def build_field_errors(exc: ApiError) -> list[FieldError]:
+    """The Status's causes (one per field), or its message as one error without a path."""
+    details = exc.status.details
+    causes = (details.causes if details is not None else None) or []
+    out = [FieldError(c.field or "", c.message or c.reason or "") for c in causes]
+    return out or [FieldError("", exc.status.message or str(exc))]
+
+
+def _is_webhook_denial(exc: ApiError) -> bool:
+    return api_status_code(exc) == 403 and "denied the request" in str(exc.status.message or "")
+
+
 class KubernetesBackend:
-    """Job operations against the cluster of a kubeconfig (``--kubeconfig``, ``$KUBECONFIG``,
-    ``~/.kube/config`` or the in-cluster service account) and context."""
+    """The one Kubernetes job client (a ``JobClient``): job operations against the cluster of a
+    kubeconfig (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config`` or the in-cluster service
+    account) and context, or of ``config`` (a lightkube config the SDK built). ``timeout``: seconds for
+    one request; ``field_manager`` and ``component`` say who writes (the CLI, the SDK)."""
+
+    name = "kubernetes"
 
     def __init__(
-        self, kubeconfig: str | None = None, context: str | None = None, *, clock: Clock = SYSTEM_CLOCK
+        self,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        *,
+        config: SingleConfig | None = None,
+        timeout: float = REQUEST_TIMEOUT,
+        field_manager: str = "trainop-cli",
+        component: str = "trainop",
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         try:
-            self.config = load_config(kubeconfig, context)
+            self.config = config if config is not None else load_config(kubeconfig, context)
         except (ConfigError, OSError, KeyError, ValueError) as exc:
             where = (
                 f"kubeconfig {kubeconfig}" if kubeconfig else "the kubeconfig ($KUBECONFIG or ~/.kube/config)"
@@ -156,10 +191,13 @@ class KubernetesBackend:
             raise ClusterError(
                 f"cannot use {where}"
                 + (f" context {context!r}" if context else "")
-                + f": {exc}; pass --kubeconfig/--context, or run on this machine with --backend local"
+                + f": {exc}; pass --kubeconfig/--context, or run on this machine with --backend local",
+                detail=str(exc),
             ) from None
         self.clock = clock
+        self.timeout = float(timeout)
         self.server = self.config.cluster.server
+        self.default_namespace = self.config.namespace or "default"
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="trainop-kube", daemon=True)
         self._thread.start()
@@ -168,39 +206,55 @@ class KubernetesBackend:
                 self.config,
                 qps=CLI_QPS,
                 burst=CLI_BURST,
-                field_manager="trainop-cli",
-                component="trainop",
+                timeout=self.timeout,
+                field_manager=field_manager,
+                component=component,
                 max_connections=8,
             )
         except ValueError as exc:
             self._stop_loop()
-            raise ClusterError(f"{exc}; or run on this machine with --backend local") from None
+            raise ClusterError(
+                f"{exc}; or run on this machine with --backend local", detail=str(exc)
+            ) from None
         self._kinds: dict[tuple[str, str], str] = {}  # (namespace, name) → kind, once seen
 
     # --- plumbing ---------------------------------------------------------------------------------
     def where(self) -> str:
         return f"the cluster at {self.server} (context {self.config.context_name})"
 
-    def _run(self, coro: Coroutine[Any, Any, T], *, api_errors: bool = False) -> T:
+    def _run(
+        self, coro: Coroutine[Any, Any, T], *, api_errors: bool = False, timeout: float | None = None
+    ) -> T:
         """Run ``coro`` on the client's loop; transport and authorization failures become one line, and
-        so does any other error answer unless ``api_errors`` (the caller explains an ApiError)."""
+        so does any other error answer unless ``api_errors`` (the caller explains an ApiError). A
+        request that takes longer than ``timeout`` (default: the client's) is a WaitTimeoutError."""
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        limit = timeout or self.timeout
         try:
-            return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+            return future.result(timeout=limit)
+        except (concurrent.futures.TimeoutError, httpx.TimeoutException):
+            future.cancel()
+            raise WaitTimeoutError(f"{self.where()} did not answer within {limit:g}s") from None
         except httpx.TransportError as exc:
             raise ClusterError(
                 f"cannot reach {self.where()}: {exc or type(exc).__name__}; start it, or choose another with "
-                "--kubeconfig/--context (or run on this machine with --backend local)"
+                "--kubeconfig/--context (or run on this machine with --backend local)",
+                detail=str(exc),
             ) from None
         except ApiError as exc:
             if api_status_code(exc) in (401, 403) and "admission webhook" not in (exc.status.message or ""):
                 raise ClusterError(
                     f"{self.where()} refused the request: {exc.status.message}; use a kubeconfig user "
-                    "allowed to manage kubeflow.org jobs, pods and events"
+                    "allowed to manage kubeflow.org jobs, pods and events",
+                    detail=str(exc.status.message),
+                    answer=build_answer(exc),
                 ) from None
             if api_errors:
                 raise
             raise ClusterError(
-                f"{self.where()} answered {api_status_code(exc)}: {exc.status.message}"
+                f"{self.where()} answered {api_status_code(exc)}: {exc.status.message}",
+                detail=str(exc.status.message),
+                answer=build_answer(exc),
             ) from None
         except httpx.HTTPStatusError as exc:  # not an ApiError: a plain-text error answer
             if api_errors:
@@ -208,7 +262,8 @@ class KubernetesBackend:
             if _is_missing_type(exc):
                 raise self._no_crds() from None
             raise ClusterError(
-                f"{self.where()} answered {exc.response.status_code} to {exc.request.url}"
+                f"{self.where()} answered {exc.response.status_code} to {exc.request.url}",
+                answer=build_answer(exc),
             ) from None
 
     def _no_crds(self, kind: str | None = None) -> ClusterError:
@@ -250,7 +305,7 @@ class KubernetesBackend:
         job = parse_job(doc)
         errors = validate_job(job)
         if errors:
-            raise InvalidJobError(errors, kind=job.kind, name=job.name)
+            raise api_errors.InvalidJobError(errors, kind=job.kind, name=job.name)
         return job
 
     def submit(
@@ -273,35 +328,74 @@ class KubernetesBackend:
             meta.pop(key, None)
         doc.pop("status", None)
         res = r.JOB_RESOURCES[job.kind]
-        try:
-            created = dict(self._run(self.client.api.create(res(doc)), api_errors=True))
-        except httpx.HTTPStatusError as exc:  # (an ApiError is one)
-            raise self._write_error(exc, job, ns) from None
+        for attempt in range(THROTTLE_RETRIES):
+            try:
+                created = dict(self._run(self.client.api.create(res(doc)), api_errors=True))
+                break
+            except httpx.HTTPStatusError as exc:  # (an ApiError is one)
+                # A 429 (throttled, or a CRD's storage still starting just after it was installed) was
+                # not processed: retry after Retry-After, as client-go does.
+                if exc.response.status_code != 429 or attempt == THROTTLE_RETRIES - 1:
+                    raise self._write_error(exc, job.kind, job.name, ns) from None
+                after = exc.response.headers.get("Retry-After", "")
+                self.clock.sleep(min(float(after) if after.isdigit() else 1.0, THROTTLE_MAX_WAIT_S))
         out = parse_job(created)
         self._kinds[(out.namespace, out.name)] = out.kind
         return out
 
-    def _write_error(self, exc: httpx.HTTPStatusError, job: TrainingJob, namespace: str) -> BackendError:
+    def submit_isolated(
+        self, manifest: Mapping[str, Any], *, packages: Sequence[str], index_url: str
+    ) -> TrainingJob:
+        """In a pod the script's own ``pip install`` installs into the pod's environment."""
+        return self.submit(manifest)
+
+    def _write_error(self, exc: httpx.HTTPStatusError, kind: str, name: str, namespace: str) -> BackendError:
         if _is_missing_type(exc):
-            return self._no_crds(job.kind)
+            return self._no_crds(kind)
+        answer = build_answer(exc)
         if not isinstance(exc, ApiError):
-            return ClusterError(f"{self.where()} answered {exc.response.status_code} to {exc.request.url}")
+            return ClusterError(
+                f"{self.where()} answered {exc.response.status_code} to {exc.request.url}", answer=answer
+            )
         code = api_status_code(exc)
         details = exc.status.details
         if code == 409:
-            return JobAlreadyExistsError(job.name, namespace, job.kind)
+            return AlreadyExistsError(kind=kind, namespace=namespace, name=name, answer=answer)
         if code == 404 and details is not None and details.kind == "namespaces":
             return ClusterError(
                 f'namespace "{namespace}" does not exist on {self.where()}: create it '
-                f"(kubectl create namespace {namespace}) or pass another with -n"
+                f"(kubectl create namespace {namespace}) or pass another with -n",
+                kind=kind,
+                namespace=namespace,
+                name=name,
+                answer=answer,
             )
-        if code in (400, 403, 422):  # the webhook's denial (403, contract §2), or the CRD schema's (422)
-            return JobRejectedError(f"{self.where()} rejected {job.kind} {job.name}: {exc.status.message}")
-        return ClusterError(f"{self.where()} rejected {job.kind} {job.name}: {exc.status.message}")
+        if code in (400, 422) or _is_webhook_denial(exc):  # the CRD schema's (422), the webhook's (403, §2)
+            return InvalidJobError(
+                f"{self.where()} rejected {kind} {name}: {exc.status.message}",
+                errors=build_field_errors(exc),
+                kind=kind,
+                namespace=namespace,
+                name=name,
+                answer=answer,
+            )
+        return ClusterError(
+            f"{self.where()} rejected {kind} {name}: {exc.status.message}",
+            detail=str(exc.status.message),
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            answer=answer,
+        )
 
     # --- reading --------------------------------------------------------------------------------------
-    async def _get_any(self, name: str, namespace: str, kinds: Sequence[str]) -> dict[str, Any] | None:
+    async def _get_any(
+        self, name: str, namespace: str, kinds: Sequence[str]
+    ) -> dict[str, Any] | ApiAnswer | None:
+        """The job of the first of ``kinds`` that has one of that name; else the API server's 404
+        for a single kind (its answer, for the SDK), else None."""
         missing = 0
+        answer = None
         for kind in kinds:
             try:
                 obj = dict(await self.client.api.get(r.JOB_RESOURCES[kind], name, namespace=namespace))
@@ -310,26 +404,32 @@ class KubernetesBackend:
                     missing += 1
                 elif api_status_code(exc) != 404:
                     raise
+                else:
+                    answer = build_answer(exc)
                 continue
             self._kinds[(namespace, name)] = kind
             return obj
         if missing == len(kinds):
             raise self._no_crds(kinds[0] if len(kinds) == 1 else None)
-        return None
+        return answer if len(kinds) == 1 else None
 
-    def _get_raw(self, name: str, namespace: str, kind: str | None = None) -> dict[str, Any]:
+    def _get_raw(
+        self, name: str, namespace: str, kind: str | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
         if kind is not None:
             kinds = [kind]
         else:
             known = self._kinds.get((namespace, name))
             kinds = [*([known] if known else []), *(k for k in KIND_INFO if k != known)]
-        obj = self._run(self._get_any(name, namespace, kinds))
-        if obj is None:
-            raise JobNotFoundError(name, namespace, kind)
+        obj = self._run(self._get_any(name, namespace, kinds), timeout=timeout)
+        if not isinstance(obj, dict):
+            raise NotFoundError(kind=kind, namespace=namespace, name=name, answer=obj)
         return obj
 
-    def get(self, name: str, namespace: str = "default", kind: str | None = None) -> TrainingJob:
-        return parse_job(self._get_raw(name, namespace, kind))
+    def get(
+        self, name: str, namespace: str = "default", kind: str | None = None, *, timeout: float | None = None
+    ) -> TrainingJob:
+        return parse_job(self._get_raw(name, namespace, kind, timeout))
 
     async def _list(self, res: Any, namespace: str | None, labels: dict[str, Any] | None = None) -> list[Any]:
         return [
@@ -353,9 +453,11 @@ class KubernetesBackend:
             raise self._no_crds(kinds[0] if len(kinds) == 1 else None)
         return out
 
-    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]:
+    def list_jobs(
+        self, namespace: str | None = None, kind: str | None = None, *, timeout: float | None = None
+    ) -> list[TrainingJob]:
         kinds = [kind] if kind else list(KIND_INFO)
-        objs = self._run(self._list_kinds(namespace, kinds))
+        objs = self._run(self._list_kinds(namespace, kinds), timeout=timeout)
         jobs = [parse_job(o) for o in objs]
         jobs.sort(key=lambda j: (j.namespace, j.name))
         return jobs
@@ -363,8 +465,8 @@ class KubernetesBackend:
     def known_names(self, namespace: str) -> list[str]:
         return [j.name for j in self.list_jobs(namespace)]
 
-    def _pods_of(self, job: TrainingJob) -> list[dict[str, Any]]:
-        pods = self._run(self._list(r.Pod, job.namespace, {LABEL_JOB_NAME: job.name}))
+    def _pods_of(self, job: TrainingJob, timeout: float | None = None) -> list[dict[str, Any]]:
+        pods = self._run(self._list(r.Pod, job.namespace, {LABEL_JOB_NAME: job.name}), timeout=timeout)
         uid = job.metadata.uid
         mine = [
             p
@@ -374,8 +476,31 @@ class KubernetesBackend:
         ]
         return sorted(mine, key=lambda p: str(p["metadata"]["name"]))
 
-    def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
-        return self._pods_of(self.get(name, namespace))
+    def pods(
+        self, name: str, namespace: str = "default", *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        return self._pods_of(self.get(name, namespace, timeout=timeout), timeout)
+
+    def events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return list(self._run(self._list(r.Event, namespace), timeout=timeout))
+
+    def check_local_queue(self, namespace: str, queue_name: str) -> None:
+        """Upstream's ``_check_queue_exists`` (§7.3): only a 500 stops the create; anything else warns."""
+        try:
+            self._run(self.client.api.get(r.LocalQueue, queue_name, namespace=namespace), api_errors=True)
+        except ApiError as exc:
+            if api_status_code(exc) == 500:
+                raise ClusterError(
+                    "Kueue webhook or admission controller is not responding.", answer=build_answer(exc)
+                ) from None
+            log.warning(
+                "LocalQueue %s/%s could not be read (%s); the job is created anyway",
+                namespace,
+                queue_name,
+                exc.status.message,
+            )
+        except httpx.HTTPStatusError as exc:
+            log.warning("LocalQueue %s/%s could not be read (%s)", namespace, queue_name, exc)
 
     def replica_pods(self, namespace: str | None) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
         jobs = {j.metadata.uid: j for j in self.list_jobs(namespace)}
@@ -441,6 +566,19 @@ class KubernetesBackend:
         )
 
     # --- changing -----------------------------------------------------------------------------------
+    def patch(self, name: str, namespace: str, kind: str, patch: Mapping[str, Any]) -> TrainingJob:
+        """A JSON merge patch (RFC 7386, as ``kubectl patch --type merge``); the webhook validates it."""
+        res = r.JOB_RESOURCES[kind]
+        coro = self.client.api.patch(res, name, dict(patch), namespace=namespace, patch_type=PatchType.MERGE)
+        try:
+            return parse_job(dict(self._run(coro, api_errors=True)))
+        except httpx.HTTPStatusError as exc:
+            if api_status_code(exc) == 404 and not _is_missing_type(exc):
+                raise NotFoundError(
+                    kind=kind, namespace=namespace, name=name, answer=build_answer(exc)
+                ) from None
+            raise self._write_error(exc, kind, name, namespace) from None
+
     def set_suspend(
         self, name: str, suspend: bool, namespace: str = "default", *, interrupted: bool = False
     ) -> TrainingJob:
@@ -461,16 +599,31 @@ class KubernetesBackend:
         return parse_job(dict(out))
 
     def delete(
-        self, name: str, namespace: str = "default", *, wait: bool = True, grace: float | None = None
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        kind: str | None = None,
+        wait: bool = True,
+        grace: float | None = None,
+        propagation: str | None = None,
     ) -> None:
-        """Delete the job; its pods go with it (foreground: the job stays until they are gone, so
-        ``wait`` returns once they are). ``grace`` also deletes the pods with that grace period."""
-        job = self.get(name, namespace)
+        """Delete the job with ``propagation`` (default Foreground: the job stays until its pods are
+        gone, so ``wait`` returns once they are); ``grace`` also deletes the pods with that grace
+        period."""
+        job = self.get(name, namespace, kind)
         res = r.JOB_RESOURCES[job.kind]
+        cascade = CASCADES[propagation or "Foreground"]
 
         async def delete() -> None:
             try:
-                await self.client.api.delete(res, name, namespace=namespace, cascade=CascadeType.FOREGROUND)
+                await self.client.api.delete(
+                    res,
+                    name,
+                    namespace=namespace,
+                    grace_period=None if grace is None else int(grace),
+                    cascade=cascade,
+                )
             except ApiError as exc:
                 if api_status_code(exc) != 404:
                     raise
@@ -488,7 +641,7 @@ class KubernetesBackend:
         def present() -> bool:
             try:
                 self._get_raw(name, namespace, job.kind)
-            except JobNotFoundError:
+            except NotFoundError:
                 return False
             return True
 
@@ -573,6 +726,7 @@ class ClusterFeed:
         self._notes: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._streams: dict[tuple[str, str, int], Any] = {}
         self._no_logs: set[str] = set()  # pods the cluster serves no logs for
+        self._answer: ApiAnswer | None = None  # the cluster's first refusal
         self._told = False
         self._kept: dict[tuple[str, str], collections.deque[str]] = {}
         self._pods: list[dict[str, Any]] = []
@@ -627,6 +781,8 @@ class ClusterFeed:
 
     def _refused(self, pod: str, exc: ApiError | httpx.HTTPError) -> None:
         self._no_logs.add(pod)
+        if isinstance(exc, httpx.HTTPStatusError) and self._answer is None:
+            self._answer = build_answer(exc)
         if self._told:
             return
         self._told = True
@@ -691,9 +847,18 @@ class ClusterFeed:
 
     # --- trainop logs ---------------------------------------------------------------------------------
     def _raise_if_no_logs(self) -> None:
+        """Every stream asked for was refused: nothing can be shown, which is an error."""
+        if not self._told or not all(pod in self._no_logs for pod, _, _ in self._streams):
+            return
         notes = self.notes()
-        if notes and all(pod in self._no_logs for pod, _, _ in self._streams):
-            raise LogsUnavailableError(notes[0].removeprefix("note: ").removesuffix(NOTE_TAIL))
+        why = notes[0] if notes else f"note: {self.backend.where()} serves no logs for {self.job.name}"
+        raise LogsUnavailableError(
+            why.removeprefix("note: ").removesuffix(NOTE_TAIL),
+            kind="Pod",
+            namespace=self.job.namespace,
+            name=self.replica or self.job.name,
+            answer=self._answer,
+        )
 
     def read_all(self) -> Iterator[LogLine]:
         self.pods()
@@ -716,12 +881,20 @@ class ClusterFeed:
                 yield from self.poll_lines()
                 try:
                     job = self.backend.get(self.job.name, self.job.namespace, self.job.kind)
-                except JobNotFoundError:
+                except NotFoundError:
                     return
                 streams_done = all(f.done() for f in self._streams.values())
+                if streams_done:
+                    self._raise_if_no_logs()
                 if is_finished(job) and not self.running_replicas() and streams_done:
                     yield from self.poll_lines()
                     return
                 self.backend.clock.sleep(0.5)
         finally:
             self.close()
+
+
+if TYPE_CHECKING:  # mypy checks that the class is a JobClient (backends/base.py)
+
+    def _conforms(client: KubernetesBackend) -> JobClient:
+        return client

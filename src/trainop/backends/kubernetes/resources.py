@@ -52,6 +52,9 @@ HorizontalPodAutoscaler: Any = _private(
     GenericNamespacedResource, "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"
 )
 Lease: Any = _private(GenericNamespacedResource, "coordination.k8s.io", "v1", "Lease", "leases")
+LocalQueue: Any = _private(
+    GenericNamespacedResource, "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues"
+)
 ValidatingWebhookConfiguration: Any = _private(
     GenericGlobalResource,
     "admissionregistration.k8s.io",

@@ -16,7 +16,9 @@ import contextlib
 import copy
 import os
 import random
+import shutil
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -24,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import (
@@ -39,15 +41,19 @@ from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
 from trainop.api.names import validate_dns1123_label
 from trainop.backends.base import (
+    AlreadyExistsError,
     BackendError,
     ContainerRun,
+    EventRecord,
+    JobClient,
     JobDetails,
     JobFeed,
-    JobNotFoundError,
     LogLine,
+    NotFoundError,
+    ReplicaNotFoundError,
     is_finished,
 )
-from trainop.backends.local import procs
+from trainop.backends.local import procs, pyenv
 from trainop.backends.local.attach import Client, drop_dead_client, format_client
 from trainop.backends.local.paths import (
     StatePaths,
@@ -72,15 +78,6 @@ GENERATED_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/p
 GENERATED_PREFIX_MAX, GENERATED_SUFFIX_LEN = 58, 5  # apiserver: 63-character names
 GENERATE_NAME_TRIES = 8  # apiserver: maxNameGenerationCreateAttempts (RetryGenerateName)
 _NAME_RANDOM = random.SystemRandom()
-
-
-class ReplicaNotFoundError(BackendError):
-    """``logs --replica``/``--container`` named something the job does not have."""
-
-    def __init__(self, what: str, wanted: str, job: str, known: Sequence[str]) -> None:
-        listed = ", ".join(known) if known else "none"
-        super().__init__(f'{what} "{wanted}" not found in job "{job}"; its {what}s: {listed}')
-        self.what, self.wanted, self.job, self.known = what, wanted, job, tuple(known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +122,7 @@ class LocalBackend:
 
     def __init__(
         self,
-        home: str | Path | None = None,
+        home: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         *,
         spawner: Spawner | None = None,
@@ -270,6 +267,46 @@ class LocalBackend:
             raise self._fault(exc) from None
         return parse_job(doc)
 
+    def submit_isolated(
+        self, manifest: Mapping[str, Any], *, packages: Sequence[str], index_url: str
+    ) -> TrainingJob:
+        """Submit a job whose replicas get a virtual environment of their own (backends/local/pyenv.py)
+        with ``packages`` installed first; the replicas' own identical ``pip install`` (the script is
+        the one a pod runs) then finds them in place instead of racing to write one prefix."""
+        if not packages:
+            return self.submit(manifest)
+        job = self.prepare(manifest)
+        # Checked first: a venv must never be made over the state of an existing job of that name.
+        if self.store.find_job(job.namespace, job.name) is not None:
+            raise AlreadyExistsError(kind=job.kind, namespace=job.namespace, name=job.name)
+        target = self.paths.job_dir(job.namespace, job.name) / pyenv.JOB_PYTHON_DIR
+        try:
+            bindir = pyenv.write_job_python_env(target)
+            pyenv.install_packages(bindir / "python", packages, index_url)
+        except (OSError, StopIteration, subprocess.SubprocessError, RuntimeError) as e:
+            shutil.rmtree(target, ignore_errors=True)
+            raise BackendError(
+                f"cannot prepare its Python environment: {e}",
+                kind=job.kind,
+                namespace=job.namespace,
+                name=job.name,
+            ) from None
+        env = dict(self.env)
+        env["PATH"] = os.pathsep.join(
+            [str(bindir), str(Path(sys.executable).parent), env.get("PATH", os.defpath)]
+        )
+        env["VIRTUAL_ENV"] = str(target)
+        env.pop("PYTHONHOME", None)
+        submitter = LocalBackend(home=self.paths.home, env=env, spawner=self.spawner, clock=self.clock)
+        try:
+            return submitter.submit(manifest, namespace=job.namespace)
+        except BaseException:
+            if self.store.find_job(job.namespace, job.name) is None:
+                shutil.rmtree(target, ignore_errors=True)
+            raise
+        finally:
+            submitter.close()
+
     def _generate_name(self, doc: dict[str, Any], namespace: str | None) -> None:
         """``metadata.generateName`` without a name: the API server's generated name, retried past a
         name this namespace already has (as apiserver's RetryGenerateName does)."""
@@ -336,14 +373,18 @@ class LocalBackend:
         check_namespace(namespace)
         row = self.store.find_job(namespace, name)
         if row is None or (kind is not None and row.kind != kind):
-            raise JobNotFoundError(name, namespace, kind)
+            raise NotFoundError(kind=kind, namespace=namespace, name=name)
         return self.check_supervisor(row)
 
-    def get(self, name: str, namespace: str = "default", kind: str | None = None) -> TrainingJob:
+    def get(
+        self, name: str, namespace: str = "default", kind: str | None = None, *, timeout: float | None = None
+    ) -> TrainingJob:
         row = self._row(name, namespace, kind)
         return parse_job({**row.manifest, "status": row.status})
 
-    def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[TrainingJob]:
+    def list_jobs(
+        self, namespace: str | None = None, kind: str | None = None, *, timeout: float | None = None
+    ) -> list[TrainingJob]:
         check_namespace(namespace)
         rows = [self.check_supervisor(r) for r in self.store.list_jobs(namespace, kind)]
         return [parse_job({**r.manifest, "status": r.status}) for r in rows]
@@ -373,8 +414,25 @@ class LocalBackend:
             images=images,
         )
 
-    def pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+    def pods(
+        self, name: str, namespace: str = "default", *, timeout: float | None = None
+    ) -> list[dict[str, Any]]:
         return self.store.list_pods(self._row(name, namespace).uid)
+
+    def events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The namespace's jobs' events as core/v1 Event dicts (as a cluster lists them)."""
+        out: list[dict[str, Any]] = []
+        for job in self.list_jobs(namespace):
+            row = self.store.find_job(namespace, job.name)
+            if row is None:  # deleted since it was listed
+                continue
+            for i, ev in enumerate(self.store.list_events(row.uid)):
+                out.append(build_event_dict(job, i, ev))
+        return out
+
+    def check_local_queue(self, namespace: str, queue_name: str) -> None:
+        """No Kueue here: the queue label stays on the job (for when it moves to a cluster)."""
+        return None
 
     def replica_pods(self, namespace: str | None) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
         """(job, pod, port) of every pod of the jobs in ``namespace`` (None: all); ``port`` is the free
@@ -421,6 +479,8 @@ class LocalBackend:
         ]
         stop_sessions(sessions, 0.0)
         procs.kill_marked(ENV_TRAINOP_JOB_UID, row.uid)
+
+    name = "local"
 
     def where(self) -> str:
         """Where this backend's jobs are, for messages (``No jobs in …``)."""
@@ -595,12 +655,29 @@ class LocalBackend:
             self._wake(row)
         return self.get(row.name, namespace)
 
+    def patch(self, name: str, namespace: str, kind: str, patch: Mapping[str, Any]) -> TrainingJob:
+        """A JSON merge patch (RFC 7386) applied to the stored job, then ``update``. Name and kind are
+        the request's, as a URL's are on the API server: a patch cannot move the job."""
+        current = self._row(name, namespace, kind).manifest
+        merged = build_merge_patch(current, patch)
+        merged["metadata"] = {**(merged.get("metadata") or {}), "name": name, "namespace": namespace}
+        merged["kind"], merged["apiVersion"] = kind, current.get("apiVersion")
+        return self.update(merged, namespace)
+
     def delete(
-        self, name: str, namespace: str = "default", *, wait: bool = True, grace: float | None = None
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        kind: str | None = None,
+        wait: bool = True,
+        grace: float | None = None,
+        propagation: str | None = None,
     ) -> None:
         """Delete the job: every replica gets SIGTERM, then SIGKILL after its terminationGracePeriodSeconds
-        (or ``grace``); then the job, its state and its logs are removed. ``wait``: return only then."""
-        row = self._row(name, namespace)
+        (or ``grace``); then the job, its state and its logs are removed. ``wait``: return only then.
+        ``propagation`` changes nothing here: a job's processes always go with it."""
+        row = self._row(name, namespace, kind)
         self.store.request_deletion(row.uid, time.time(), grace)
         row = self.store.get_job(row.uid) or row
         self._wake(row)
@@ -647,7 +724,7 @@ class LocalBackend:
         timeout: float | None = None,
     ) -> TrainingJob:
         """Block until one of ``conditions`` is True, or the job has finished in another way (then the
-        finished job is returned and the caller compares). Raises WaitTimeoutError, JobNotFoundError."""
+        finished job is returned and the caller compares). Raises WaitTimeoutError, NotFoundError."""
         return wait_for_job(
             lambda: self.get(name, namespace), name, conditions, timeout, interval=POLL, clock=self.clock
         )
@@ -695,6 +772,42 @@ class LocalBackend:
         known = sorted(set().union(*containers.values()))
         if container is not None and container not in known:
             raise ReplicaNotFoundError("container", container, row.name, known)
+
+
+def build_merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: maps merge key by key, ``None`` deletes, anything else replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = build_merge_patch(out.get(key), value)
+    return out
+
+
+def build_event_dict(job: TrainingJob, index: int, ev: EventRecord) -> dict[str, Any]:
+    """A stored event as the core/v1 Event a cluster would list for the job."""
+    return {
+        "metadata": {
+            "name": f"{job.name}.{index}",
+            "namespace": job.namespace,
+            "creationTimestamp": rfc3339(ev.first_ts),
+        },
+        "involvedObject": {
+            "apiVersion": job.api_version,
+            "kind": job.kind,
+            "name": job.name,
+            "namespace": job.namespace,
+        },
+        "type": ev.type,
+        "reason": ev.reason,
+        "message": ev.message,
+        "count": ev.count,
+        "firstTimestamp": rfc3339(ev.first_ts),
+        "lastTimestamp": rfc3339(ev.last_ts),
+    }
 
 
 def _attach(doc: dict[str, Any], client: Client | None) -> None:
@@ -939,3 +1052,9 @@ def _render_size_errors(job: TrainingJob) -> list[FieldError]:
 
 def _not_an_object(value: Any) -> str:
     return f"Invalid value: {value!r:.60}: must be an object (an ObjectMeta: name, namespace, labels ...)"
+
+
+if TYPE_CHECKING:  # mypy checks that the class is a JobClient (backends/base.py)
+
+    def _conforms(client: LocalBackend) -> JobClient:
+        return client

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainop.backends.base import JobAlreadyExistsError
+from trainop.backends.base import AlreadyExistsError
 from trainop.backends.local.paths import (
     FILE_MODE,
     StateDirError,
@@ -336,9 +336,8 @@ class Store:
                 )
         except sqlite3.IntegrityError:
             existing = self.find_job(row.namespace, row.name)
-            raise JobAlreadyExistsError(
-                row.name, row.namespace, existing.kind if existing else row.kind
-            ) from None
+            kind = existing.kind if existing else row.kind
+            raise AlreadyExistsError(kind=kind, namespace=row.namespace, name=row.name) from None
 
     def get_job(self, uid: str) -> JobRow | None:
         r = self.conn.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE uid = ?", (uid,)).fetchone()
