@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from local_harness import live_pids, pod, running_pids, session_pids, wait_for
 
-from trainop.backends.base import JobNotFoundError
+from trainop.backends.base import NotFoundError
 from trainop.backends.local.api import LocalBackend
 from trainop.testing.builders import pytorch_job
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 def gone(backend: LocalBackend, name: str) -> bool:
     try:
         backend.get(name)
-    except JobNotFoundError:
+    except NotFoundError:
         return True
     return False
 

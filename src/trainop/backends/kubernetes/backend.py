@@ -58,7 +58,7 @@ class KubernetesJobBackend:
         elif change == "delete":
             self.expectations.observed_delete(key, (kind, name))
 
-    # --- ReconcileTarget protocol (controller/jobs.py) ---------------------------------------------------------------------------
+    # --- ReconcileTarget protocol (controller/jobs.py) ------------------------------------------------
     def pending(self, key: JobKey) -> float | None:
         now = self._clock()
         if self.expectations.satisfied(key, now):
