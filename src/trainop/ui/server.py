@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from trainop.backends.base import BackendError, JobNotFoundError
+from trainop.backends.base import BackendError, NotFoundError
 from trainop.cli.lines import render_line
 from trainop.cli.selectors import SelectorError, parse_selector
 from trainop.ui.source import Source
@@ -124,7 +124,7 @@ def read_job(source: Source, namespace: str, name: str) -> dict[str, Any]:
     try:
         details = backend.describe(name, namespace)
         job, pods, events = details.job, details.pods, details.events
-    except JobNotFoundError:
+    except NotFoundError:
         raise
     except BackendError as exc:
         job = backend.get(name, namespace)
@@ -201,7 +201,7 @@ async def api_job(request: web.Request) -> web.StreamResponse:
     ns, name = request.match_info["namespace"], request.match_info["name"]
     try:
         return web.json_response(await source.call(read_job, source, ns, name))
-    except JobNotFoundError as exc:
+    except NotFoundError as exc:
         return web.json_response({"error": str(exc)}, status=404)
 
 
@@ -212,7 +212,7 @@ async def stream_job(request: web.Request) -> web.StreamResponse:
     async def produce() -> tuple[str, Any]:
         try:
             return "job", await source.call(read_job, source, ns, name)
-        except JobNotFoundError as exc:
+        except NotFoundError as exc:
             return "gone", {"error": str(exc)}
         except BackendError as exc:
             return "job", {"error": _error(exc)}
@@ -354,7 +354,7 @@ async def act(request: web.Request) -> web.StreamResponse:
             await source.call(backend.delete, name, ns, wait=False)
         else:
             await source.call(backend.set_suspend, name, action == "suspend", ns)
-    except JobNotFoundError as exc:
+    except NotFoundError as exc:
         return web.json_response({"error": str(exc)}, status=404)
     except BackendError as exc:  # the cluster refused (RBAC): said as it is, not as a crash
         return web.json_response({"error": _error(exc)}, status=409)

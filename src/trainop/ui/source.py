@@ -1,6 +1,6 @@
 """The one seam between the web view and the jobs: everything the server reads or changes goes through
-here. Today it is the CLI's ``Backend`` (cli/backend.py), the interface ``trainop get -w`` and
-``logs -f`` read through; when the one ``JobClient`` protocol lands, this file alone changes.
+here: the backend's ``JobClient`` (backends/base.py), the one interface ``trainop get -w`` and
+``logs -f`` read through too.
 
 Backend calls block (SQLite, or requests on the cluster client's own thread): the server runs them on
 one worker thread (``Source.call``); a followed log gets its own reader (``open_logs``), since it
@@ -18,14 +18,13 @@ from trainop.ui.views import read_annotated_status
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.backends.base import LogLine
-    from trainop.cli.backend import Backend
+    from trainop.backends.base import JobClient, LogLine
 
 T = TypeVar("T")
 
 
 class Source:
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: JobClient) -> None:
         self.backend = backend
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainop-ui-backend")
 
