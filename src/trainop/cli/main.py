@@ -485,6 +485,7 @@ def run(
     Without YAML: trainop run --nnodes 2 --nproc-per-node 2 -- python train.py --lr 0.1"""
     from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code
 
+    _run_trainjob_file(args, namespace, dry_run, backend)  # a Trainer v2 TrainJob: runs and exits
     # Installed first: from here to the exit a stop signal is never the default (dying on the spot).
     signals = StopSignals.install()
     try:
@@ -510,6 +511,27 @@ def run(
     except Interrupted as exc:  # before the job existed: nothing to stop
         raise typer.Exit(compute_exit_code(exc.signum)) from None
     code = _watch(target, job, stream_logs=logs, signals=signals, announce=announce)
+    raise typer.Exit(code)
+
+
+def _run_trainjob_file(
+    args: list[str] | None, namespace: str | None, dry_run: bool, backend: str | None
+) -> None:
+    """A FILE holding a trainer.kubeflow.org TrainJob runs on this machine (cli/trainjob_cmd.py)."""
+    from trainop.api.errors import InvalidJobError
+    from trainop.cli.trainjob_cmd import holds_trainjob, run_trainjob
+
+    if not args or len(args) != 1 or _is_command(args):
+        return
+    docs = _read_manifests(Path(args[0]))
+    if not holds_trainjob(docs):
+        return
+    if backend not in (None, "local"):
+        _fail("TrainJobs run on the local backend only so far; on a cluster apply the file with kubectl", 2)
+    try:
+        code = run_trainjob(docs, _base_dir(Path(args[0])), namespace=namespace, dry_run=dry_run)
+    except InvalidJobError as exc:
+        _invalid(exc)
     raise typer.Exit(code)
 
 

@@ -1,0 +1,394 @@
+"""Run a Trainer v2 TrainJob on this machine: every pod of every step as host processes, steps in
+their ``dependsOn`` order (initializers before the trainer), addresses on the loopback interface.
+
+The runtime resolver (``trainop.core.trainjob``) decides the steps, pods and env, with a loopback
+topology (node 0 at 127.0.0.1 on a free port); ``render.build_pod_processes`` turns each pod into
+processes exactly as the local backend does for kubeflow.org/v1 jobs. This runner only starts, waits,
+streams and stops: a pod whose container exits non-zero fails the TrainJob (JobSet's default
+failure policy; a Job's own pod retries are not made here), and the TrainJob is Complete when every
+pod of the success policy's target steps succeeded. It runs in the foreground of ``trainop run``
+and keeps no state: ``get``/``describe``/``logs`` of TrainJobs are not served by the store yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from trainop.api.constants import ANCESTOR_DATASET_INITIALIZER, ANCESTOR_MODEL_INITIALIZER, NODE
+from trainop.api.errors import FieldError, InvalidJobError
+from trainop.api.trainer import TrainingRuntime, TrainJob
+from trainop.api.trainer_rules import load_trainer_object
+from trainop.backends.local.api import build_host_env
+from trainop.backends.local.ports import probe_free_port
+from trainop.backends.local.render import LocalContext, ProcessSpec, build_pod_processes
+from trainop.core.trainjob import (
+    LoopbackTrainJobTopology,
+    PodPlan,
+    ResolvedTrainJob,
+    RuntimeResolutionError,
+    find_runtime,
+    resolve_trainjob,
+)
+from trainop.frameworks.registry import REGISTRY
+
+ENV_TRAINOP_RUNTIMES = "TRAINOP_RUNTIMES"  # a directory of extra runtime manifests
+POLL = 0.05
+STOP_GRACE = 5.0
+# Images of upstream's initializers, and the trainop program that does their work on one machine
+# (the storage initializer of the fine-tuning work, trainop.programs): module names, looked up when a
+# container of that image has no command of its own.
+INITIALIZER_PROGRAMS: Mapping[str, str] = {
+    "ghcr.io/kubeflow/trainer/dataset-initializer": "trainop.programs.dataset_initializer",
+    "ghcr.io/kubeflow/trainer/model-initializer": "trainop.programs.model_initializer",
+}
+
+
+def shipped_runtime_dirs() -> list[Path]:
+    """Where ``trainop run`` looks for (Cluster)TrainingRuntimes besides the manifest itself:
+    ``$TRAINOP_RUNTIMES``, then the runtimes shipped in the source tree (manifests/runtimes)."""
+    dirs = []
+    extra = os.environ.get(ENV_TRAINOP_RUNTIMES)
+    if extra:
+        dirs.append(Path(extra))
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "manifests" / "runtimes"
+        if candidate.is_dir():
+            dirs.append(candidate)
+            break
+    return dirs
+
+
+def load_runtimes(dirs: Sequence[Path]) -> list[TrainingRuntime]:
+    out: list[TrainingRuntime] = []
+    for d in dirs:
+        for path in sorted(d.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") in ("TrainingRuntime", "ClusterTrainingRuntime"):
+                    model = load_trainer_object(doc)
+                    assert isinstance(model, TrainingRuntime)
+                    out.append(model)
+    return out
+
+
+def split_trainer_documents(docs: Sequence[Any]) -> tuple[TrainJob, list[TrainingRuntime]]:
+    """One TrainJob and any runtimes beside it in the same file (upstream's 05-multi-step example has
+    both); raises InvalidJobError with what to change."""
+    jobs: list[TrainJob] = []
+    runtimes: list[TrainingRuntime] = []
+    for doc in docs:
+        model = load_trainer_object(doc)
+        if isinstance(model, TrainJob):
+            jobs.append(model)
+        else:
+            runtimes.append(model)
+    if len(jobs) != 1:
+        raise InvalidJobError(
+            [
+                FieldError(
+                    "", f"the file holds {len(jobs)} TrainJobs; trainop run takes one (and any runtimes)"
+                )
+            ]
+        )
+    return jobs[0], runtimes
+
+
+def resolve_locally(job: TrainJob, runtimes: Sequence[TrainingRuntime]) -> ResolvedTrainJob:
+    """The TrainJob on its runtime with node 0 at 127.0.0.1 on a free port. Raises InvalidJobError."""
+    try:
+        runtime = find_runtime(job, runtimes)
+        ml = runtime.spec.ml_policy
+        if ml is not None and ml.mpi is not None:
+            raise RuntimeResolutionError(
+                [
+                    FieldError(
+                        "spec.runtimeRef",
+                        f"the runtime {runtime.name!r} uses the MPI policy (sshd on every node), which "
+                        "trainop does not run on one machine yet: run it on a cluster, or use an MPIJob "
+                        "locally",
+                    )
+                ]
+            )
+        topology = LoopbackTrainJobTopology(ports={(NODE, 0, 0): probe_free_port()})
+        return resolve_trainjob(job, runtime, REGISTRY, topology)
+    except RuntimeResolutionError as exc:
+        raise InvalidJobError(exc.errors, kind=job.kind, name=job.name) from None
+
+
+@dataclass
+class _Proc:
+    pod: str
+    spec: ProcessSpec
+    popen: subprocess.Popen[bytes]
+    reader: threading.Thread
+
+
+@dataclass
+class _PodState:
+    plan: PodPlan
+    inits: list[ProcessSpec]
+    mains: list[ProcessSpec]
+    started: bool = False
+    phase: str = "Pending"  # Pending, Running, Succeeded, Failed
+    running: list[_Proc] = field(default_factory=list)
+    exit_code: int | None = None
+    failed_container: str = ""
+
+
+class LocalTrainJobRun:
+    """One foreground run: ``run()`` returns 0 when the TrainJob is Complete, 1 when it Failed."""
+
+    def __init__(
+        self,
+        resolved: ResolvedTrainJob,
+        base_dir: Path,
+        out: IO[str],
+        *,
+        host_env: Mapping[str, str] | None = None,
+        workdir: Path | None = None,
+    ) -> None:
+        self.resolved = resolved
+        self.base_dir = base_dir
+        self.out = out
+        self.host_env = build_host_env(os.environ if host_env is None else host_env)
+        self.host_env.setdefault("PYTHONUNBUFFERED", "1")
+        self._own_workdir = workdir is None
+        self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"trainop-{resolved.job.name}-"))
+        self.pods: dict[str, _PodState] = {}
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.reason = ""
+
+    # -- building ------------------------------------------------------------------------------------
+
+    def _volume_dirs(self, plan: PodPlan) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for vol in (plan.pod.get("spec") or {}).get("volumes") or []:
+            name = str(vol.get("name", ""))
+            if isinstance(vol.get("hostPath"), dict):
+                out[name] = str(vol["hostPath"].get("path", ""))
+                continue
+            if isinstance(vol.get("persistentVolumeClaim"), dict):  # one directory per claim, shared
+                target = self.workdir / "claims" / str(vol["persistentVolumeClaim"].get("claimName", name))
+            else:  # emptyDir and anything else: the pod's own
+                target = self.workdir / "pods" / plan.name / name
+            target.mkdir(parents=True, exist_ok=True)
+            out[name] = str(target)
+        return out
+
+    def _prepare(self, plan: PodPlan) -> _PodState:
+        _fill_initializer_commands(plan.pod)
+        ctx = LocalContext(
+            host_env=self.host_env,
+            base_dir=str(self.base_dir),
+            hostname=socket.gethostname(),
+            cpu_count=os.cpu_count() or 1,
+            volume_dirs=self._volume_dirs(plan),
+        )
+        procs = build_pod_processes(plan.pod, ctx, template_init_count=10**6)
+        for spec in [*procs.init, *procs.main]:
+            if not spec.argv:
+                raise InvalidJobError(
+                    [
+                        FieldError(
+                            f"pod {plan.name} container {spec.container}",
+                            "Required value: a command: the local backend runs commands, not images; set "
+                            "spec.trainer.command (or the runtime's command for this container)",
+                        )
+                    ]
+                )
+        return _PodState(plan, list(procs.init), list(procs.main))
+
+    # -- running -------------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        job = self.resolved.job
+        try:
+            for plan in self.resolved.pods():
+                self.pods[plan.name] = self._prepare(plan)
+            self._say(
+                f"trainjob.trainer.kubeflow.org/{job.name} created (runtime {self.resolved.runtime.name})"
+            )
+            while True:
+                self._start_ready_steps()
+                self._advance()
+                verdict = self._verdict()
+                if verdict is not None:
+                    break
+                time.sleep(POLL)
+        except KeyboardInterrupt:
+            verdict = "Failed"
+            self.reason = "interrupted"
+        finally:
+            self._stop_all()
+            if self._own_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+        self._say(f"TrainJob {job.name} {verdict}" + (f": {self.reason}" if self.reason else ""))
+        return 0 if verdict == "Complete" else 1
+
+    def _say(self, text: str) -> None:
+        with self.lock:
+            self.out.write(text + "\n")
+            self.out.flush()
+
+    def _step_pods(self, step: str) -> list[_PodState]:
+        return [p for p in self.pods.values() if p.plan.step == step]
+
+    def _dep_met(self, step: str, status: str) -> bool:
+        pods = self._step_pods(step)
+        if status == "Complete":
+            return all(p.phase == "Succeeded" for p in pods)
+        return all(p.phase in ("Running", "Succeeded") for p in pods)  # Ready: no probes locally
+
+    def _start_ready_steps(self) -> None:
+        for step in self.resolved.steps:
+            if not all(self._dep_met(d, s) for d, s in step.depends_on):
+                continue
+            for pod in self._step_pods(step.name):
+                if not pod.started:
+                    pod.started = True
+                    pod.phase = "Running"
+                    self._launch_next(pod)
+
+    def _launch_next(self, pod: _PodState) -> None:
+        """Start the pod's next init container, or all its main containers once the inits are done."""
+        if pod.inits:
+            spec = pod.inits.pop(0)
+            pod.running = [self._spawn(pod.plan.name, spec)]
+        else:
+            pod.running = [self._spawn(pod.plan.name, spec) for spec in pod.mains]
+            pod.mains = []
+
+    def _spawn(self, pod: str, spec: ProcessSpec) -> _Proc:
+        popen = subprocess.Popen(
+            list(spec.argv),
+            cwd=spec.cwd or None,
+            env=dict(spec.env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        prefix = f"[{pod}]" if spec.container in (NODE, "") else f"[{pod}/{spec.container}]"
+        reader = threading.Thread(target=self._pump, args=(popen, prefix), daemon=True)
+        reader.start()
+        return _Proc(pod, spec, popen, reader)
+
+    def _pump(self, popen: subprocess.Popen[bytes], prefix: str) -> None:
+        assert popen.stdout is not None
+        for raw in iter(popen.stdout.readline, b""):
+            self._say(f"{prefix} {raw.decode(errors='replace').rstrip()}")
+
+    def _advance(self) -> None:
+        for pod in self.pods.values():
+            if pod.phase != "Running" or not pod.running:
+                continue
+            codes = [p.popen.poll() for p in pod.running]
+            for proc, code in zip(pod.running, codes, strict=True):
+                if code is not None and code != 0:
+                    proc.reader.join(timeout=1)
+                    pod.phase, pod.exit_code, pod.failed_container = "Failed", code, proc.spec.container
+                    return
+            if all(c == 0 for c in codes):
+                for proc in pod.running:
+                    proc.reader.join(timeout=1)
+                if pod.inits or pod.mains:
+                    self._launch_next(pod)
+                else:
+                    pod.phase, pod.exit_code, pod.running = "Succeeded", 0, []
+
+    def _verdict(self) -> str | None:
+        failed = [p for p in self.pods.values() if p.phase == "Failed"]
+        if failed:
+            first = failed[0]
+            self.reason = (
+                f"pod {first.plan.name} failed: container {first.failed_container} exited with code "
+                f"{first.exit_code}"
+            )
+            return "Failed"
+        targets = self.resolved.success_targets or tuple(s.name for s in self.resolved.steps)
+        done = [all(p.phase == "Succeeded" for p in self._step_pods(t)) for t in targets]
+        if (self.resolved.success_operator == "Any" and any(done)) or all(done):
+            return "Complete"
+        return None
+
+    def _stop_all(self) -> None:
+        live = [proc for pod in self.pods.values() for proc in pod.running if proc.popen.poll() is None]
+        for proc in live:
+            _signal_group(proc.popen, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE
+        for proc in live:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
+            if proc.popen.poll() is None:
+                _signal_group(proc.popen, signal.SIGKILL)
+                proc.popen.wait()
+            proc.reader.join(timeout=1)
+
+
+def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(popen.pid, sig)
+
+
+def _fill_initializer_commands(pod: dict[str, Any]) -> None:
+    """An initializer container of upstream's image without a command runs trainop's program for it,
+    when that program is installed (the fine-tuning work's storage initializer)."""
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        if c.get("command") or c.get("name") not in (
+            ANCESTOR_DATASET_INITIALIZER,
+            ANCESTOR_MODEL_INITIALIZER,
+        ):
+            continue
+        image = str(c.get("image", "")).split("@")[0].rsplit(":", 1)[0]
+        module = INITIALIZER_PROGRAMS.get(image)
+        if module is not None and find_spec(module.rsplit(".", 1)[0]) is not None and find_spec(module):
+            c["command"] = [sys.executable, "-m", module]
+
+
+def run_trainjob_file(
+    docs: Sequence[Any], base_dir: Path, out: IO[str], *, namespace: str | None = None
+) -> int:
+    """``trainop run FILE`` for a file holding a TrainJob (and optionally runtimes)."""
+    job, runtimes = split_trainer_documents(docs)
+    if namespace is not None:
+        job.metadata.namespace = namespace
+    resolved = resolve_locally(job, [*runtimes, *load_runtimes(shipped_runtime_dirs())])
+    return LocalTrainJobRun(resolved, base_dir, out).run()
+
+
+def render_trainjob(docs: Sequence[Any]) -> list[dict[str, Any]]:
+    """The pods and objects a TrainJob becomes on a cluster (``trainop run --dry-run`` / render)."""
+    job, runtimes = split_trainer_documents(docs)
+    try:
+        runtime = find_runtime(job, [*runtimes, *load_runtimes(shipped_runtime_dirs())])
+        resolved = resolve_trainjob(job, runtime, REGISTRY)
+    except RuntimeResolutionError as exc:
+        raise InvalidJobError(exc.errors, kind=job.kind, name=job.name) from None
+    return [*resolved.objects, resolved.build_service(), *(p.pod for p in resolved.pods())]
+
+
+__all__ = [
+    "LocalTrainJobRun",
+    "load_runtimes",
+    "render_trainjob",
+    "resolve_locally",
+    "run_trainjob_file",
+    "shipped_runtime_dirs",
+]

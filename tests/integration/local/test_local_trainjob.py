@@ -1,0 +1,188 @@
+"""Trainer v2 TrainJobs on one machine (``trainop run FILE``): real processes, steps in order.
+
+The DDP demo's train.py under a TrainJob on the torch-distributed runtime, 2 nodes x 2 processes,
+trains for real (4 ranks); initializer steps run before the trainer and hand it files through their
+shared claim; a failing node fails the TrainJob and stops the others.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from local_harness import run_cli
+
+pytestmark = pytest.mark.integration
+
+DDP_DIR = Path(__file__).resolve().parents[3] / "examples" / "pytorch" / "ddp-digits"
+
+
+def _write(path: Path, *docs: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path
+
+
+def _runtime(name: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "volumeClaimPolicies": [{"templates": [{"metadata": {"name": "initializer"}}]}],
+                    "replicatedJobs": steps,
+                }
+            },
+        },
+    }
+
+
+def _step(
+    name: str, ancestor: str, container: str, command: list[str], depends: list[str] | None = None
+) -> dict[str, Any]:
+    step: dict[str, Any] = {
+        "name": name,
+        "template": {
+            "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": ancestor}},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": container,
+                                "image": "example",
+                                "command": command,
+                                "volumeMounts": [{"name": "initializer", "mountPath": "/workspace"}],
+                            }
+                        ]
+                    }
+                }
+            },
+        },
+    }
+    if depends:
+        step["dependsOn"] = [{"name": d, "status": "Complete"} for d in depends]
+    return step
+
+
+def _trainjob(name: str, runtime: str, kind: str = "TrainingRuntime", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": runtime, "kind": kind}, **spec},
+    }
+
+
+def test_ddp_demo_under_a_trainjob_trains_2_nodes_x_2_procs(home: Path) -> None:
+    env_epochs = {**os.environ, "EPOCHS": "4"}
+    result = _run_with_env(["run", str(DDP_DIR / "trainjob.yaml")], env_epochs, cwd=DDP_DIR)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[ddp-digits-v2-node-0-0] world size 4:" in result.stdout
+    accuracy = float(re.findall(r"final test accuracy: ([0-9.]+)", result.stdout)[-1])
+    assert accuracy >= 0.85, result.stdout
+    assert result.stdout.rstrip().endswith("TrainJob ddp-digits-v2 Complete")
+
+
+def test_initializers_run_first_and_share_the_claim(home: Path, tmp_path: Path) -> None:
+    py = sys.executable
+    steps = [
+        _step(
+            "dataset-initializer",
+            "dataset-initializer",
+            "dataset-initializer",
+            [
+                py,
+                "-c",
+                "import os; os.makedirs('/workspace/dataset'); "
+                "open('/workspace/dataset/d', 'w').write(os.environ['STORAGE_URI'])",
+            ],
+        ),
+        _step(
+            "model-initializer",
+            "model-initializer",
+            "model-initializer",
+            [
+                py,
+                "-c",
+                "import os; os.makedirs('/workspace/model'); "
+                "open('/workspace/model/m', 'w').write('weights')",
+            ],
+        ),
+        _step(
+            "node",
+            "trainer",
+            "node",
+            [
+                py,
+                "-c",
+                "print('got', open('/workspace/dataset/d').read(), open('/workspace/model/m').read())",
+            ],
+            depends=["dataset-initializer", "model-initializer"],
+        ),
+    ]
+    path = _write(
+        tmp_path / "job.yaml",
+        _runtime("with-init", steps),
+        _trainjob(
+            "init-order",
+            "with-init",
+            initializer={"dataset": {"storageUri": "hf://org/tiny"}, "model": {"storageUri": "s3://b/m"}},
+        ),
+    )
+    result = run_cli("run", str(path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[init-order-node-0-0] got hf://org/tiny weights" in result.stdout
+    assert result.stdout.rstrip().endswith("TrainJob init-order Complete")
+
+
+def test_a_failing_node_fails_the_trainjob(home: Path, tmp_path: Path) -> None:
+    py = sys.executable
+    # Node 1 exits 3 at once; node 0 would wait for ever: the failure must stop it.
+    script = "import os, sys, time\nif os.environ['PET_NODE_RANK'] == '1': sys.exit(3)\ntime.sleep(600)"
+    path = _write(
+        tmp_path / "job.yaml",
+        _trainjob(
+            "fails",
+            "torch-distributed",
+            kind="ClusterTrainingRuntime",
+            trainer={"numNodes": 2, "command": [py, "-c", script]},
+        ),
+    )
+    result = run_cli("run", str(path), cwd=tmp_path, timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith(
+        "TrainJob fails Failed: pod fails-node-0-1 failed: container node exited with code 3"
+    )
+
+
+def test_unknown_runtime_is_a_clear_error(home: Path, tmp_path: Path) -> None:
+    path = _write(tmp_path / "job.yaml", _trainjob("lost", "no-such-runtime", kind="ClusterTrainingRuntime"))
+    result = run_cli("run", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert (
+        'spec.RuntimeRef: Invalid value: {"name":"no-such-runtime","kind":"ClusterTrainingRuntime"}: '
+        'clustertrainingruntimes.trainer.kubeflow.org "no-such-runtime" not found: specified '
+        "clusterTrainingRuntime must be created before the TrainJob is created"
+    ) in " ".join(result.stderr.split())
+    assert "Traceback" not in result.stderr
+
+
+def _run_with_env(args: list[str], env: dict[str, str], cwd: Path) -> Any:
+    import subprocess
+
+    return subprocess.run(
+        [sys.executable, "-m", "trainop.cli.main", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
