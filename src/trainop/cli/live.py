@@ -250,7 +250,9 @@ def detect_failed_replica(
     be why the job failed, so the run before it counts."""
     latest: dict[tuple[str, str], ContainerRun] = {}
     for p in processes:
-        if finished is not None and p.started_at is not None and p.started_at > finished:
+        # ``finished`` is whole seconds (as the API server stores it): the end was within the second
+        # after it, and a run of that second (a whole-job restart's, started at once) still counts.
+        if finished is not None and p.started_at is not None and p.started_at >= finished + 1.0:
             continue
         key = (p.pod, p.container)
         if key not in latest or p.attempt > latest[key].attempt:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperCommand
 
 from trainop.cli.format import format_age, parse_duration
 from trainop.cli.help import install_plain_help
@@ -404,8 +405,34 @@ def submit(
 _SCRIPT = "Run a command without YAML (torchrun and TorchX flags)"
 
 
-@app.command()
+class _RunCommand(TyperCommand):
+    """``run`` reads its argv as torchrun does (cli/script_job.py ``split_run_argv``): torchrun's
+    spellings, its flags run handles itself (kept in ``ctx.meta``), and a script's own options after
+    its path."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        from trainop.cli.script_job import ScriptJobError, split_run_argv
+
+        options = {
+            name: not getattr(p, "is_flag", False)
+            for p in self.params
+            if getattr(p, "param_type_name", "") == "option"
+            for name in (*p.opts, *p.secondary_opts)
+        }
+        try:
+            split = split_run_argv(args, options, lambda arg: _is_command([arg]))
+        except ScriptJobError as exc:
+            _fail(str(exc), EXIT_INVALID)
+        ctx.meta[_TORCHRUN_META] = split
+        return super().parse_args(ctx, split.argv)
+
+
+_TORCHRUN_META = "trainop.torchrun"
+
+
+@app.command(cls=_RunCommand)
 def run(
+    ctx: typer.Context,
     args: Annotated[
         list[str] | None,
         typer.Argument(
@@ -420,8 +447,11 @@ def run(
     ] = None,
     logs: Annotated[bool, typer.Option("--logs/--no-logs", help="Stream the replicas' output.")] = True,
     nnodes: Annotated[
-        int | None,
-        typer.Option(help="Nodes (pods), the Master included, as torchrun counts.", rich_help_panel=_SCRIPT),
+        str | None,
+        typer.Option(
+            help="Nodes (pods), the Master included, as torchrun counts (N, or MIN:MAX with MIN = MAX).",
+            rich_help_panel=_SCRIPT,
+        ),
     ] = None,
     workers: Annotated[
         int | None,
@@ -464,7 +494,9 @@ def run(
     max_restarts: Annotated[
         int,
         typer.Option(
-            help="Restarts before the job fails (backoffLimit; 0: fail at once).", rich_help_panel=_SCRIPT
+            help="torchrun's: restart the whole job (every node) on any failure, at most this many "
+            "times (0: fail at once).",
+            rich_help_panel=_SCRIPT,
         ),
     ] = 0,
     dry_run: Annotated[
@@ -482,7 +514,8 @@ def run(
     period; twice: at once) and keeps the job, marked interrupted, with its logs (trainop logs,
     resume, delete); so does run's end by any other way (its supervisor notices).
 
-    Without YAML: trainop run --nnodes 2 --nproc-per-node 2 -- python train.py --lr 0.1"""
+    Without YAML: trainop run --nnodes 2 --nproc-per-node 2 train.py --lr 0.1 (torchrun's flags and
+    spellings; docs/cli.md lists each)."""
     from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code
 
     _run_trainjob_file(args, namespace, dry_run, backend)  # a Trainer v2 TrainJob: runs and exits
@@ -491,6 +524,7 @@ def run(
     try:
         where = (backend, kubeconfig, context)
         target, manifest, base_dir, announce = _prepare_run(
+            _torchrun_meta(ctx),
             args,
             namespace,
             dry_run,
@@ -536,7 +570,12 @@ def _run_trainjob_file(
 
 
 def _prepare_run(
-    args: list[str] | None, namespace: str | None, dry_run: bool, where: tuple[str | None, ...], *opts: Any
+    torchrun: Any,
+    args: list[str] | None,
+    namespace: str | None,
+    dry_run: bool,
+    where: tuple[str | None, ...],
+    *opts: Any,
 ) -> tuple[JobClient | None, dict[str, Any], Path, bool]:
     """run's manifest (from FILE, or built from a command) and backend; no backend for --dry-run,
     which printed it. ``announce``: the job's name is generated, so run says which it is."""
@@ -551,12 +590,13 @@ def _prepare_run(
         env or None,
         gpu or None,
         max_restarts or None,
+        torchrun.standalone or torchrun.module or torchrun.no_python or torchrun.agent_args or None,
     )
     argv = args or []
     script = any(v is not None for v in script_flags) or _is_command(argv)
     if script:
         manifest = _script_manifest(
-            argv, namespace, nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts
+            torchrun, argv, namespace, nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts
         )
         file = Path("-")  # relative paths in the command resolve in the current directory
         if dry_run:
@@ -619,7 +659,15 @@ def _is_command(argv: list[str]) -> bool:
     )
 
 
-def _script_manifest(argv: list[str], namespace: str | None, *opts: Any) -> dict[str, Any]:
+def _torchrun_meta(ctx: typer.Context) -> Any:
+    """The torchrun flags ``_RunCommand`` took out of run's argv."""
+    from trainop.cli.script_job import RunArgv
+
+    found = ctx.meta.get(_TORCHRUN_META)
+    return found if isinstance(found, RunArgv) else RunArgv([])
+
+
+def _script_manifest(torchrun: Any, argv: list[str], namespace: str | None, *opts: Any) -> dict[str, Any]:
     from trainop.backends.local.api import build_generated_name
     from trainop.cli.script_job import (
         DEFAULT_IMAGE,
@@ -634,7 +682,9 @@ def _script_manifest(argv: list[str], namespace: str | None, *opts: Any) -> dict
 
     nnodes, workers, nproc, j, name, image, env, gpu, max_restarts = opts
     try:
-        n, j_nproc = compute_nnodes(nnodes, workers, j)
+        if max_restarts < 0:
+            raise ScriptJobError(f"--max-restarts {max_restarts}: use 0 or more (as torchrun)")
+        n, j_nproc = compute_nnodes(nnodes, workers, j, torchrun.standalone)
         if nproc is not None and j_nproc is not None:
             raise ScriptJobError("-j and --nproc-per-node both say how many processes per node; use one")
         wanted = nproc or j_nproc
@@ -650,6 +700,9 @@ def _script_manifest(argv: list[str], namespace: str | None, *opts: Any) -> dict
             gpus=gpu,
             max_restarts=max_restarts,
             namespace=namespace,
+            module=torchrun.module,
+            no_python=torchrun.no_python,
+            agent_args=torchrun.agent_args,
         )
         return build_script_job(spec)
     except ScriptJobError as exc:

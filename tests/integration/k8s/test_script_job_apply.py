@@ -23,7 +23,7 @@ from trainop.testing.testenv import K8sEnv, wait_for
 
 FLAG_SETS = [
     pytest.param(
-        ["examples/pytorch/ddp-digits/train.py", "--nnodes", "2", "--nproc-per-node", "2", "-e", "EPOCHS=3"],
+        ["--nnodes", "2", "--nproc-per-node", "2", "-e", "EPOCHS=3", "examples/pytorch/ddp-digits/train.py"],
         id="the DDP demo's script, torchrun's flags",
     ),
     pytest.param(

@@ -8,6 +8,10 @@ from typing import Any
 import pytest
 
 from trainop.cli.script_job import (
+    _RANK_ENV_SCRIPT,
+    REFUSED,
+    TORCHRUN_FLAGS,
+    RunArgv,
     ScriptJob,
     ScriptJobError,
     build_command,
@@ -15,12 +19,33 @@ from trainop.cli.script_job import (
     build_script_job,
     check_nproc,
     compute_nnodes,
+    split_run_argv,
 )
 
 
 def replica(command: list[str], policy: str = "Never", n: int = 1, **container: Any) -> dict[str, Any]:
     c = {"name": "pytorch", "image": "docker.io/pytorch/pytorch:latest", "command": command, **container}
     return {"replicas": n, "restartPolicy": policy, "template": {"spec": {"containers": [c]}}}
+
+
+def ranked(command: list[str]) -> list[str]:
+    """One process per node: the command under sh, which adds torchrun's per-node variables."""
+    return ["sh", "-c", _RANK_ENV_SCRIPT, command[0], *command]
+
+
+def rank_env(name: str = "train-abcde", restarts: int = 0) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": "LOCAL_RANK", "value": "0"},
+        {"name": "LOCAL_WORLD_SIZE", "value": "1"},
+        {"name": "ROLE_NAME", "value": "default"},
+        {"name": "TORCHELASTIC_RUN_ID", "value": name},
+        {"name": "TORCHELASTIC_MAX_RESTARTS", "value": str(restarts)},
+        {"name": "TORCHELASTIC_USE_AGENT_STORE", "value": "False"},
+    ]
+    if restarts:
+        ref = {"fieldPath": "metadata.labels['trainop.dev/restart-attempt']"}
+        env.append({"name": "TORCHELASTIC_RESTART_COUNT", "valueFrom": {"fieldRef": ref}})
+    return env
 
 
 def job(spec: dict[str, Any], **meta: str) -> dict[str, Any]:
@@ -37,8 +62,14 @@ def job(spec: dict[str, Any], **meta: str) -> dict[str, Any]:
     [
         pytest.param(
             ScriptJob(("python", "train.py", "--lr", "0.1"), "train-abcde"),
-            job({"pytorchReplicaSpecs": {"Master": replica(["python", "train.py", "--lr", "0.1"])}}),
-            id="one node: a Master alone, restartPolicy Never (torchrun's max_restarts 0)",
+            job(
+                {
+                    "pytorchReplicaSpecs": {
+                        "Master": replica(ranked(["python", "train.py", "--lr", "0.1"]), env=rank_env())
+                    }
+                }
+            ),
+            id="one node: a Master alone, restartPolicy Never (torchrun's max_restarts 0), torchrun's env",
         ),
         pytest.param(
             ScriptJob(("python", "train.py"), "train-abcde", nnodes=3, nproc_per_node="2"),
@@ -63,22 +94,26 @@ def job(spec: dict[str, Any], **meta: str) -> dict[str, Any]:
                 namespace="team",
                 image="example.com/train:1",
             ),
-            job(
-                {
-                    "runPolicy": {"backoffLimit": 2},
-                    "pytorchReplicaSpecs": {
-                        "Master": replica(
-                            ["python", "train.py"],
-                            "OnFailure",
-                            image="example.com/train:1",
-                            env=[{"name": "EPOCHS", "value": "3"}],
-                            resources={"limits": {"nvidia.com/gpu": 1}},
-                        )
+            {
+                **job(
+                    {
+                        "pytorchReplicaSpecs": {
+                            "Master": replica(
+                                ranked(["python", "train.py"]),
+                                image="example.com/train:1",
+                                env=[*rank_env(restarts=2), {"name": "EPOCHS", "value": "3"}],
+                                resources={"limits": {"nvidia.com/gpu": 1}},
+                            )
+                        },
                     },
+                ),
+                "metadata": {
+                    "name": "train-abcde",
+                    "namespace": "team",
+                    "annotations": {"trainop.dev/max-restarts": "2"},
                 },
-                namespace="team",
-            ),
-            id="a bare script runs under python; env, GPUs, restarts, image, namespace",
+            },
+            id="a bare script runs under python; env, GPUs, whole-job restarts, image, namespace",
         ),
     ],
 )
@@ -91,6 +126,7 @@ def test_build_script_job(s: ScriptJob, want: dict[str, Any]) -> None:
     [
         pytest.param((None, None, None), (1, None), id="default: one node"),
         pytest.param((2, None, None), (2, None), id="--nnodes counts the Master (torchrun)"),
+        pytest.param(("3:3", None, None), (3, None), id="--nnodes MIN:MAX with MIN = MAX (torchrun)"),
         pytest.param((None, 2, None), (3, None), id="--workers counts the Workers besides it (PyTorchJob)"),
         pytest.param((None, None, "2x4"), (2, "4"), id="-j NNODESxNPROC (TorchX)"),
         pytest.param((None, None, "3"), (3, "1"), id="-j NNODES"),
@@ -106,6 +142,17 @@ def test_compute_nnodes(args: tuple[Any, ...], want: tuple[int, str | None]) -> 
         pytest.param(lambda: compute_nnodes(2, 1, None), "--nnodes and --workers both say", id="two counts"),
         pytest.param(lambda: compute_nnodes(None, None, "2y4"), '-j "2y4": use NNODES', id="bad -j"),
         pytest.param(lambda: compute_nnodes(0, None, None), "--nnodes must be at least 1", id="no node"),
+        pytest.param(
+            lambda: compute_nnodes("1:4", None, None), "an elastic range needs a PyTorchJob", id="elastic"
+        ),
+        pytest.param(
+            lambda: compute_nnodes("2", None, None, True), "--standalone is one node", id="standalone"
+        ),
+        pytest.param(
+            lambda: build_command(["t.py"], None, agent_args=["--tee", "3"]),
+            "--tee is an option of",
+            id="agent",
+        ),
         pytest.param(lambda: check_nproc("many"), '--nproc-per-node "many"', id="bad nproc"),
         pytest.param(lambda: build_command([], None), "no command to run", id="no command"),
         pytest.param(
@@ -130,6 +177,80 @@ def test_bad_combinations_are_one_line(call: Any, want: str) -> None:
 )
 def test_build_command(argv: list[str], nproc: str | None, want: list[str]) -> None:
     assert build_command(argv, nproc) == want
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "want"),
+    [
+        pytest.param({"module": True}, ["python", "-m", "pkg.t", "-x"], id="-m, one process"),
+        pytest.param(
+            {"module": True, "nproc": "2"}, ["torchrun", "-m", "pkg.t", "-x"], id="-m under torchrun"
+        ),
+        pytest.param({"no_python": True}, ["pkg.t", "-x"], id="--no-python: as it is"),
+        pytest.param(
+            {"no_python": True, "nproc": "2", "agent_args": ["--tee", "3"]},
+            ["torchrun", "--tee", "3", "--no-python", "pkg.t", "-x"],
+            id="--no-python and an agent option under torchrun",
+        ),
+        pytest.param({"agent_args": ["--run-path"]}, ["pkg.t", "-x"], id="--run-path alone: nothing to do"),
+    ],
+)
+def test_build_command_torchrun_modes(kwargs: dict[str, Any], want: list[str]) -> None:
+    nproc = kwargs.pop("nproc", None)
+    assert build_command(["pkg.t", "-x"], nproc, **kwargs) == want
+
+
+OPTIONS = {"--nnodes": True, "--nproc-per-node": True, "-n": True, "--dry-run": False, "--max-restarts": True}
+
+
+def is_script(arg: str) -> bool:
+    return arg.endswith(".py") or arg == "python"
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        pytest.param(
+            ["--nproc_per_node=2", "train.py", "--lr", "0.1", "-n", "3"],
+            RunArgv(["--nproc-per-node=2", "--", "train.py", "--lr", "0.1", "-n", "3"]),
+            id="torchrun's spelling; the script's options after its path are the script's",
+        ),
+        pytest.param(
+            ["--nnodes", "2", "job.yaml", "-n", "team", "--dry-run"],
+            RunArgv(["--nnodes", "2", "job.yaml", "-n", "team", "--dry-run"]),
+            id="a manifest: options after it are run's",
+        ),
+        pytest.param(
+            ["--standalone", "--max_restarts", "1", "python", "t.py", "--standalone"],
+            RunArgv(["--max-restarts", "1", "--", "python", "t.py", "--standalone"], standalone=True),
+            id="--standalone taken; after the command, nothing is run's",
+        ),
+        pytest.param(
+            ["--monitor_interval=1", "-t", "3", "-m", "pkg.train", "--lr"],
+            RunArgv(
+                ["--", "pkg.train", "--lr"], module=True, agent_args=("--monitor-interval", "1", "--tee", "3")
+            ),
+            id="-m: the module comes next; the agent's options are kept for torchrun",
+        ),
+        pytest.param(
+            ["--", "python", "t.py", "--nnodes", "3"],
+            RunArgv(["--", "python", "t.py", "--nnodes", "3"]),
+            id="--",
+        ),
+    ],
+)
+def test_split_run_argv(argv: list[str], want: RunArgv) -> None:
+    assert split_run_argv(argv, OPTIONS, is_script) == want
+
+
+@pytest.mark.parametrize(
+    "flag", [f for f in TORCHRUN_FLAGS if f.verdict == REFUSED], ids=lambda f: f.names[0]
+)
+def test_refused_torchrun_flags_say_why(flag: Any) -> None:
+    spelled = flag.names[0].replace("-", "_").replace("__", "--", 1) + "=x"
+    with pytest.raises(ScriptJobError) as err:
+        split_run_argv([spelled, "train.py"], OPTIONS, is_script)
+    assert str(err.value).startswith(f"{flag.names[0]} (torchrun's) is not taken by trainop run: ")
 
 
 @pytest.mark.parametrize(

@@ -925,14 +925,19 @@ class LogFollower:
         replica: str | None = None,
         container: str | None = None,
         previous: bool = False,
+        every_attempt: bool = False,
     ) -> None:
         self.backend = backend
         self.row = row
         self.replica = replica
         self.container = container
         self.previous = previous
+        # ``run``'s view: every attempt's lines, also of attempts that began and ended between two
+        # polls (a whole-job restart recreates a pod at once, with no back-off to catch it in).
+        self.every_attempt = every_attempt
         # (pod, container) → (attempt, open file, partial line)
         self.open: dict[tuple[str, str], tuple[int, Any, bytes]] = {}
+        self.read_up_to: dict[tuple[str, str], int] = {}  # the last attempt read to its end
 
     def _selected(self, p: ProcessRow) -> bool:
         if p.pid is None and p.exit_code == 0 and self.container != p.container:
@@ -942,14 +947,20 @@ class LogFollower:
             return False
         return self.container is None or self.container == p.container
 
-    def _latest(self) -> dict[tuple[str, str], ProcessRow]:
+    def _by_key(self) -> dict[tuple[str, str], list[ProcessRow]]:
         by_key: dict[tuple[str, str], list[ProcessRow]] = {}
         for p in self.backend.store.list_processes(self.row.uid):
             if self._selected(p):
                 by_key.setdefault((p.pod, p.container), []).append(p)
-        out: dict[tuple[str, str], ProcessRow] = {}
-        for key, rows in by_key.items():
+        for rows in by_key.values():
             rows.sort(key=lambda r: r.attempt)
+        return by_key
+
+    def _latest(
+        self, by_key: dict[tuple[str, str], list[ProcessRow]] | None = None
+    ) -> dict[tuple[str, str], ProcessRow]:
+        out: dict[tuple[str, str], ProcessRow] = {}
+        for key, rows in (self._by_key() if by_key is None else by_key).items():
             if self.previous:
                 if len(rows) >= 2:
                     out[key] = rows[-2]
@@ -988,13 +999,17 @@ class LogFollower:
 
     def poll(self) -> Iterator[LogLine]:
         """New lines since the last call (switching to newer attempts as they appear)."""
-        for key, p in sorted(self._latest().items(), key=lambda kv: (kv[1].started_at, kv[0])):
+        by_key = self._by_key()
+        for key, p in sorted(self._latest(by_key).items(), key=lambda kv: (kv[1].started_at, kv[0])):
             current = self.open.get(key)
             if current is not None and current[0] != p.attempt:
                 yield from self._drain(key, final=True)
                 current[1].close()
                 del self.open[key]
+                self.read_up_to[key] = current[0]
                 current = None
+            if current is None and self.every_attempt:
+                yield from self._skipped(key, by_key[key], p.attempt)
             if current is None:
                 try:
                     fh = open(p.log_path, "rb")  # noqa: SIM115  (kept open across polls)
@@ -1002,6 +1017,19 @@ class LogFollower:
                     continue
                 self.open[key] = (p.attempt, fh, b"")
             yield from self._drain(key, final=p.finished_at is not None)
+
+    def _skipped(self, key: tuple[str, str], rows: list[ProcessRow], latest: int) -> Iterator[LogLine]:
+        """The attempts before ``latest`` that no poll read yet, each whole."""
+        done = self.read_up_to.get(key, -1)
+        for r in rows:
+            if done < r.attempt < latest:
+                try:
+                    text = Path(r.log_path).read_bytes()
+                except OSError:
+                    continue
+                for line in text.decode(errors="replace").splitlines():
+                    yield LogLine(replica_label(self.row.name, key[0]), key[1], r.attempt, line)
+        self.read_up_to[key] = max(done, latest - 1)
 
     def follow(self, stop: Any = None) -> Iterator[LogLine]:
         """Poll until the job is finished (or gone) and every selected process has ended."""

@@ -33,7 +33,7 @@ def read_tail(path: str) -> list[str]:
 class LocalFeed:
     def __init__(self, backend: LocalBackend, row: JobRow) -> None:
         self.backend, self.row = backend, row
-        self.follower = LogFollower(backend, row)
+        self.follower = LogFollower(backend, row, every_attempt=True)
 
     def poll_lines(self) -> Any:
         return self.follower.poll()

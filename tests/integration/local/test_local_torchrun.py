@@ -1,0 +1,133 @@
+"""``trainop run`` keeps torchrun's promises (issue 24), for real processes: ``--max-restarts`` restarts
+the whole job and a later attempt that succeeds Succeeds, torchrun's spellings and a script's own
+options after its path, and torchrun's variables on every rank with one process per node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from local_harness import run_cli
+
+# Fails on its first attempt only (a file in the working directory remembers it).
+ONCE = """\
+import pathlib, sys
+marker = pathlib.Path("ran-once")
+if not marker.exists():
+    marker.write_text("x")
+    print("attempt 1: crash", flush=True)
+    sys.exit(3)
+print("attempt 2: fine", flush=True)
+"""
+
+# Rank 1 (worker-0) always crashes; the master waits (for the peer that never comes, as DDP would).
+WORKER_CRASHES = """\
+import os, sys, time
+print("attempt", os.environ["TORCHELASTIC_RESTART_COUNT"], flush=True)
+if os.environ["RANK"] == "1":
+    sys.exit(7)
+time.sleep(60)
+"""
+
+TORCHRUN_VARS = [
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "ROLE_NAME",
+    "GROUP_WORLD_SIZE",
+    "ROLE_WORLD_SIZE",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_USE_AGENT_STORE",
+    "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+]
+PRINT_ENV = f"""\
+import os, sys
+print("args", sys.argv[1:], flush=True)
+print(" ".join(f"{{k}}={{os.environ.get(k)}}" for k in {TORCHRUN_VARS!r}), flush=True)
+"""
+
+
+def replica_lines(stdout: str, label: str) -> list[str]:
+    return [line.split("| ", 1)[1] for line in stdout.splitlines() if line.startswith(f"{label} ")]
+
+
+def test_max_restarts_is_torchrun_s_a_later_attempt_that_succeeds_succeeds(
+    home: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "once.py").write_text(ONCE)
+    result = run_cli("run", "--max-restarts", "1", "--", "python", "once.py", cwd=tmp_path)
+    got = (result.returncode, replica_lines(result.stdout, "master-0"))
+    assert got == (0, ["attempt 1: crash", "attempt 2: fine"]), result.stdout + result.stderr
+
+
+def test_max_restarts_restarts_every_node_and_names_the_replica_that_failed(
+    home: Path, tmp_path: Path
+) -> None:
+    """One crash of worker-0 restarts the master too (the whole job, as torchrun's agents do); after
+    the last restart the summary names worker-0, not the master its failure took down."""
+    (tmp_path / "crash.py").write_text(WORKER_CRASHES)
+    result = run_cli("run", "--nnodes", "2", "--max-restarts", "1", "crash.py", cwd=tmp_path)
+    summary = [line.strip() for line in result.stdout.splitlines() if "failed first" in line]
+    got = {
+        "rc": result.returncode,
+        "master attempts": replica_lines(result.stdout, "master-0")[:2],
+        "worker attempts": replica_lines(result.stdout, "worker-0"),
+        "first failure": [line.split(":")[0] for line in summary],
+    }
+    assert got == {
+        "rc": 1,
+        "master attempts": ["attempt 0", "attempt 1"],
+        "worker attempts": ["attempt 0", "attempt 1"],
+        "first failure": ["worker-0 failed first"],
+    }, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        pytest.param(
+            ["--nproc_per_node=1", "--standalone", "env.py", "--lr", "0.1"], id="torchrun's spellings"
+        ),
+        pytest.param(["--nnodes=1:1", "env.py", "--lr", "0.1"], id="--nnodes MIN:MAX, no --"),
+        pytest.param(["--", "python", "env.py", "--lr", "0.1"], id="after --"),
+    ],
+)
+def test_torchrun_spellings_and_the_script_s_own_options(
+    home: Path, tmp_path: Path, flags: list[str]
+) -> None:
+    (tmp_path / "env.py").write_text(PRINT_ENV)
+    result = run_cli("run", *flags, cwd=tmp_path)
+    lines = replica_lines(result.stdout, "master-0")
+    assert (result.returncode, lines[:1]) == (0, ["args ['--lr', '0.1']"]), result.stdout + result.stderr
+
+
+def test_every_rank_gets_torchrun_s_variables_with_one_process_per_node(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "env.py").write_text(PRINT_ENV)
+    result = run_cli("run", "--nnodes", "2", "--name", "envs", "env.py", cwd=tmp_path)
+
+    def want(rank: int) -> str:
+        values = {
+            "RANK": rank,
+            "LOCAL_RANK": 0,
+            "WORLD_SIZE": 2,
+            "LOCAL_WORLD_SIZE": 1,
+            "GROUP_RANK": rank,
+            "ROLE_RANK": rank,
+            "ROLE_NAME": "default",
+            "GROUP_WORLD_SIZE": 2,
+            "ROLE_WORLD_SIZE": 2,
+            "TORCHELASTIC_RESTART_COUNT": 0,
+            "TORCHELASTIC_MAX_RESTARTS": 0,
+            "TORCHELASTIC_RUN_ID": "envs",
+            "TORCHELASTIC_USE_AGENT_STORE": "False",
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING": 1,
+        }
+        return " ".join(f"{k}={v}" for k, v in values.items())
+
+    got = {label: replica_lines(result.stdout, label)[1:] for label in ("master-0", "worker-0")}
+    assert (result.returncode, got) == (0, {"master-0": [want(0)], "worker-0": [want(1)]}), result.stderr
