@@ -12,7 +12,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 help:
 	@echo "make demo        run the PyTorch DDP demo on the local backend"
 	@echo "make test        lint, typecheck and every test (builds the test control plane if missing)"
-	@echo "make crds        regenerate manifests/crds from the models"
+	@echo "make crds        regenerate manifests/crds from the models (and the chart's copies)"
+	@echo "make image       build the operator image (OCI archive in dist/) with buildah, no Docker"
 	@echo "make testenv     build kube-apiserver, etcd, kwok ... into the cache"
 	@echo "make bench-core | bench-local | bench-k8s   print benchmark figures (make bench: all three)"
 	@echo "make unit | integration | e2e   one layer of the tests"
@@ -42,6 +43,7 @@ typecheck: $(STAMP)-dev
 
 crds: $(STAMP)-dev
 	$(BIN)/python -m trainop.api.crds manifests/crds
+	$(MAKE) --no-print-directory chart-files
 
 unit: $(STAMP)-dev
 	$(BIN)/pytest -q tests/unit

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from trainop import __version__
 from trainop.api.kinds import KIND_INFO
 from trainop.backends.kubernetes.client import DEFAULT_BURST, DEFAULT_QPS
 
@@ -207,6 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Image of the MPI launcher's kubectl-delivery init container.",
     )
     add("--kubeconfig", default=None, help="Kubeconfig file (default: in-cluster, then $KUBECONFIG).")
+    # The image's entrypoint is this parser: `podman run IMAGE --version` names the package it holds.
+    add("--version", action="version", version=f"trainop {__version__}")
     add("--zap-log-level", default="info", help="Log level: debug, info or error (zap's flag name).")
     for zap in ("--zap-devel", "--zap-encoder", "--zap-stacktrace-level", "--zap-time-encoding"):
         add(zap, nargs="?", const="true", default=None, help=argparse.SUPPRESS)

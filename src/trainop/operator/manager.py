@@ -75,6 +75,7 @@ class Operator:
         self.client = client
         host = urlparse(client.config.cluster.server).netloc
         client.stats.hooks.append(self.metrics.rest_hook(host))
+        client.limiter.on_wait = self.metrics.limiter_hook(host)
         self.gang = GangScheduler.from_flag(cfg.gang_scheduler_name)
         self.pod_group_resource = use_pod_group_api(self.gang.api_version) if self.gang else None
         plugins = build_plugins(cfg)

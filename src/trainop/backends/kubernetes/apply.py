@@ -138,6 +138,8 @@ class PlanApplier:
                 try:
                     await self.client.create(res, ns, obj)
                     out.created.append((obj["kind"], obj["metadata"].get("name", "")))
+                    if obj["kind"] == "Pod":
+                        self._count("pods_created", job)
                 except Exception as exc:
                     if api_status_code(exc) != 409:  # AlreadyExists: deterministic names make this success
                         raise
@@ -150,6 +152,8 @@ class PlanApplier:
                 try:
                     await api.delete(r.resource_for_kind(action.kind), action.name, namespace=ns)
                     out.deleted.append((action.kind, action.name))
+                    if action.kind == "Pod":
+                        self._count("pods_deleted", job)
                 except Exception as exc:
                     if api_status_code(exc) != 404:
                         raise

@@ -162,10 +162,19 @@ class Limiter:
         self.events = TokenBucket(qps, burst, clock)
         self.busy_events = TokenBucket(qps / EVENT_SHARE, max(1, burst // EVENT_SHARE), clock)
         self.activity = activity
+        self._clock = clock
+        # Told how long each request other than an Event waited for its token (client-go's
+        # rest_client_rate_limiter_duration_seconds; the operator's dashboard shows throttling with it).
+        self.on_wait: Callable[[float], None] | None = None
 
     async def acquire(self, priority: int = PRIORITY_READ) -> None:
         if priority != PRIORITY_EVENT:
+            if self.on_wait is None:
+                await self.requests.acquire(priority)
+                return
+            t0 = self._clock()
             await self.requests.acquire(priority)
+            self.on_wait(self._clock() - t0)
             return
         if self.activity is not None and self.activity.quiet_for() < EVENT_QUIET_S:
             await self.busy_events.acquire(priority)
