@@ -6,6 +6,9 @@
 ARG BASE=docker.io/library/python:3.11-slim-bookworm
 
 FROM ${BASE} AS build
+# Behind a TLS-intercepting proxy, the CA bundle pip should trust (a path the build mounts); unset,
+# pip trusts its own bundle. hack/image/build.sh passes the host's $PIP_CERT this way.
+ARG PIP_CERT
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml README.md ./

@@ -52,13 +52,19 @@ fi
 if ! "${BUILDAH[@]}" inspect --type image "$BASE" >/dev/null 2>&1; then
   stamp "base: importing $BASE_TAR as $BASE"
   ctr=$("${BUILDAH[@]}" from scratch)
-  "${BUILDAH[@]}" add "$ctr" "$BASE_TAR" /
+  "${BUILDAH[@]}" add -q "$ctr" "$BASE_TAR" / >/dev/null
   "${BUILDAH[@]}" config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd /bin/bash "$ctr"
   "${BUILDAH[@]}" commit --rm -q "$ctr" "$BASE" >/dev/null
 fi
 
+# pip inside the build trusts what pip here trusts: the host's $PIP_CERT (a proxy's CA), mounted for the
+# RUN steps only (volumes are not committed into the image).
+CA_ARGS=()
+if [ -n "${PIP_CERT:-}" ] && [ -f "$PIP_CERT" ]; then
+  CA_ARGS=(--volume "$PIP_CERT:/run/trainop-build-ca.crt:ro" --build-arg PIP_CERT=/run/trainop-build-ca.crt)
+fi
 stamp "image: buildah build --build-arg BASE=$BASE -t $TAG"
-"${BUILDAH[@]}" build --isolation chroot --network host --layers=false \
+"${BUILDAH[@]}" build --isolation chroot --network host --layers=false "${CA_ARGS[@]}" \
   --build-arg "BASE=$BASE" -t "$TAG" -f Dockerfile .
 rm -f "$OUT"
 "${BUILDAH[@]}" push -q "$TAG" "oci-archive:$OUT:$TAG"

@@ -117,3 +117,112 @@ def build_grafana_expr(expr: str, *, job: str = ".*", rate_interval: str = "1m",
 def detect_metric_names(expr: str) -> set[str]:
     """The operator series an expression reads (names with one of OPERATOR_PREFIXES)."""
     return set(_METRIC.findall(expr))
+
+
+# --------------------------------------------------------------------------------------------
+# The image: its root filesystem and configuration, and a command that runs its entrypoint the way a
+# container runtime would (Docker and podman cannot run here: no engine, and crun may not set rlimits).
+
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+@dataclass(frozen=True)
+class ImageConfig:
+    user: str
+    env: dict[str, str]
+    entrypoint: list[str]
+    workdir: str
+
+
+def _blob(root: Path, digest: str) -> Path:
+    algo, _, hexdigest = digest.partition(":")
+    return root / "blobs" / algo / hexdigest
+
+
+def extract_image(archive: Path, dest: Path) -> ImageConfig:
+    """Unpack an OCI archive's single image into ``dest/rootfs`` (layers in order, whiteouts applied)
+    and return its runtime configuration."""
+    import tarfile
+
+    layout = dest / "layout"
+    rootfs = dest / "rootfs"
+    layout.mkdir(parents=True)
+    rootfs.mkdir()
+    with tarfile.open(archive) as tar:
+        tar.extractall(layout, filter="fully_trusted")
+    index = json.loads((layout / "index.json").read_text())
+    (entry,) = index["manifests"]
+    manifest = json.loads(_blob(layout, entry["digest"]).read_text())
+    for layer in manifest["layers"]:
+        with tarfile.open(_blob(layout, layer["digest"])) as tar:
+            members = []
+            for m in tar.getmembers():
+                name = Path(m.name)
+                if name.name == ".wh..wh..opq":
+                    shutil.rmtree(rootfs / name.parent, ignore_errors=True)
+                    (rootfs / name.parent).mkdir(parents=True, exist_ok=True)
+                elif name.name.startswith(".wh."):
+                    gone = rootfs / name.parent / name.name[len(".wh.") :]
+                    if gone.is_dir() and not gone.is_symlink():
+                        shutil.rmtree(gone)
+                    else:
+                        gone.unlink(missing_ok=True)
+                else:
+                    members.append(m)
+            # Ownership and modes as in the image (this runs as root, like a container runtime).
+            tar.extractall(rootfs, members=members, filter="fully_trusted", numeric_owner=True)
+    shutil.rmtree(layout)
+    config = json.loads(_blob_from_manifest(archive, manifest["config"]["digest"]))["config"]
+    return ImageConfig(
+        user=config.get("User", "0"),
+        env=dict(e.split("=", 1) for e in config.get("Env", [])),
+        entrypoint=list(config.get("Entrypoint") or []),
+        workdir=config.get("WorkingDir") or "/",
+    )
+
+
+def _blob_from_manifest(archive: Path, digest: str) -> bytes:
+    import tarfile
+
+    algo, _, hexdigest = digest.partition(":")
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile(f"blobs/{algo}/{hexdigest}")
+        assert member is not None, f"{archive}: no blob {digest}"
+        return member.read()
+
+
+def build_container_command(
+    rootfs: Path,
+    config: ImageConfig,
+    args: list[str],
+    *,
+    env: dict[str, str],
+    mounts: dict[str, Path],
+) -> list[str]:
+    """argv that runs the image's entrypoint with ``args`` as a container would: in its own mount
+    namespace, the root filesystem read-only, a tmpfs /tmp (the Deployment's emptyDir), /dev and /proc,
+    ``mounts`` (container path -> host directory, read-only), the image's user and environment plus
+    ``env``, and the host's network (a pod on the node network; the test control plane is on loopback)."""
+    import shlex
+
+    q = shlex.quote
+    lines = ["set -e", f"R={q(str(rootfs))}"]
+    for target in mounts:
+        lines.append(f"mkdir -p \"$R\"{q(target)}")
+    lines += [
+        'mount --bind "$R" "$R"',
+        'mount -o remount,bind,ro "$R"',
+        'mount -t tmpfs -o size=16m,mode=1777 tmpfs "$R/tmp"',
+        'mount --rbind /dev "$R/dev"',
+        'mount -t proc proc "$R/proc"',
+    ]
+    for target, source in mounts.items():
+        lines.append(f"mount --bind {q(str(source))} \"$R\"{q(target)}")
+        lines.append(f"mount -o remount,bind,ro \"$R\"{q(target)}")
+    full_env = {**config.env, **env}
+    argv = [*config.entrypoint, *args]
+    lines.append(
+        f"cd \"$R\"{q(config.workdir)} && exec chroot --userspec={q(config.user)} \"$R\" "
+        f"env -i {' '.join(q(f'{k}={v}') for k, v in full_env.items())} {' '.join(q(a) for a in argv)}"
+    )
+    return ["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", "\n".join(lines)]
