@@ -208,7 +208,7 @@ def build_container_command(
     q = shlex.quote
     lines = ["set -e", f"R={q(str(rootfs))}"]
     for target in mounts:
-        lines.append(f"mkdir -p \"$R\"{q(target)}")
+        lines.append(f'mkdir -p "$R"{q(target)}')
     lines += [
         'mount --bind "$R" "$R"',
         'mount -o remount,bind,ro "$R"',
@@ -217,12 +217,12 @@ def build_container_command(
         'mount -t proc proc "$R/proc"',
     ]
     for target, source in mounts.items():
-        lines.append(f"mount --bind {q(str(source))} \"$R\"{q(target)}")
-        lines.append(f"mount -o remount,bind,ro \"$R\"{q(target)}")
+        lines.append(f'mount --bind {q(str(source))} "$R"{q(target)}')
+        lines.append(f'mount -o remount,bind,ro "$R"{q(target)}')
     full_env = {**config.env, **env}
     argv = [*config.entrypoint, *args]
     lines.append(
-        f"cd \"$R\"{q(config.workdir)} && exec chroot --userspec={q(config.user)} \"$R\" "
+        f'cd "$R"{q(config.workdir)} && exec chroot --userspec={q(config.user)} "$R" '
         f"env -i {' '.join(q(f'{k}={v}') for k, v in full_env.items())} {' '.join(q(a) for a in argv)}"
     )
     return ["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", "\n".join(lines)]
