@@ -21,14 +21,9 @@ CHART = REPO / "charts" / "trainop"
 DASHBOARD = REPO / "monitoring" / "grafana" / "trainop-dashboard.json"
 ALERTS = REPO / "monitoring" / "prometheus" / "trainop-alerts.yaml"
 
-# Helm is built from the Go module proxy into the test control plane's cache (hack/testenv/build.sh
-# builds it there too; `make deploy-tools` alone builds only it).
-HELM_VERSION = "v3.22.0"
-HELM_INSTALL = (
-    f"GOBIN=~/.cache/trainop/testenv/helm-{HELM_VERSION}/bin "
-    f"go install helm.sh/helm/v3/cmd/helm@{HELM_VERSION} (or make deploy-tools)"
-)
-DEBIAN_TOOLS = "apt-get install -y buildah podman mmdebstrap prometheus (or make deploy-tools)"
+# Helm is built from the Go module proxy into the test control plane's cache by hack/testenv/build.sh.
+HELM_INSTALL = "hack/testenv/build.sh (make testenv) builds it"
+DEBIAN_TOOLS = "apt-get install -y buildah mmdebstrap prometheus (or make deploy-tools)"
 
 # Series every operator serves, and the prefixes of its own families: a query naming one of these
 # prefixes must name a family the operator registers (operator/metrics.py).
@@ -43,11 +38,15 @@ class ToolMissingError(RuntimeError):
 
 
 def find_helm() -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    path = cache / "trainop" / "testenv" / f"helm-{HELM_VERSION}" / "bin" / "helm"
-    if os.access(path, os.X_OK):
+    """hack/testenv/build.sh's Helm (its version pinned in hack/testenv/versions.env)."""
+    import subprocess
+
+    build = REPO / "hack" / "testenv" / "build.sh"
+    got = subprocess.run([str(build), "--print-helm"], capture_output=True, text=True, timeout=60)
+    path = Path(got.stdout.strip())
+    if got.returncode == 0 and os.access(path, os.X_OK):
         return path
-    raise ToolMissingError(f"helm {HELM_VERSION} is not at {path}: {HELM_INSTALL}")
+    raise ToolMissingError(f"helm is not at {path or '?'}: {HELM_INSTALL}")
 
 
 def find_tool(name: str) -> Path:
