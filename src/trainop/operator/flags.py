@@ -61,6 +61,8 @@ class OperatorConfig:
     log_level: str
     cluster_domain: str = ""
     gang_scheduler_name: str = ""  # §5: "" = no gang scheduling
+    # False: another party (cert-manager) writes the certificate into --cert-dir and injects the caBundle.
+    manage_webhook_cert: bool = True
 
 
 def _bool(value: str) -> bool:
@@ -183,6 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add("--cert-dir", default=DEFAULT_CERT_DIR, help="Writable directory for the serving certificate files.")
     add(
+        "--manage-webhook-cert",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="Make, rotate and inject the webhook's certificate (Secret --webhook-secret-name, caBundle). "
+        "false: serve tls.crt and tls.key from --cert-dir as mounted there (cert-manager writes the Secret "
+        "and injects the caBundle), re-read when they change.",
+    )
+    add(
         "--gang-scheduler-name",
         default="",
         help="Gang scheduling (contract §5): 'volcano' (Volcano scheduling.volcano.sh/v1beta1 "
@@ -276,4 +288,5 @@ def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         log_level=ns.zap_log_level.lower(),
         cluster_domain=env.get("CUSTOM_CLUSTER_DOMAIN", ""),
         gang_scheduler_name=str(ns.gang_scheduler_name).strip(),
+        manage_webhook_cert=bool(ns.manage_webhook_cert),
     )

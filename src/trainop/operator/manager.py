@@ -110,6 +110,7 @@ class Operator:
         self.metrics_server: HTTPServer | None = None
         self.probe_server: HTTPServer | None = None
         self._ssl: ssl.SSLContext | None = None
+        self._mounted: tuple[bytes, bytes] | None = None  # --manage-webhook-cert=false: the files loaded
         self._bundle: certs.CertBundle | None = None
         self.started = asyncio.Event()  # workers are running (this replica leads, or no election)
 
@@ -146,6 +147,11 @@ class Operator:
         from trainop.operator import certs
 
         cfg = self.cfg
+        if not cfg.manage_webhook_cert:
+            self._load_mounted_cert()
+            if self.webhook_server is not None:
+                self.webhook_ready.set()
+            return
         bundle = await certs.apply_cert_secret(
             self.client,
             namespace=cfg.pod_namespace,
@@ -170,6 +176,22 @@ class Operator:
         )
         if injected and self.webhook_server is not None:
             self.webhook_ready.set()
+
+    def _load_mounted_cert(self) -> None:
+        """--manage-webhook-cert=false: the certificate cert-manager keeps in the mounted Secret, loaded
+        again when the kubelet has updated the files (a rotation)."""
+        cert_dir = Path(self.cfg.cert_dir)
+        cert, key = cert_dir / "tls.crt", cert_dir / "tls.key"
+        try:
+            stamp = (cert.read_bytes(), key.read_bytes())
+        except OSError as exc:
+            msg = f"no tls.crt/tls.key in --cert-dir {cert_dir} (is the Secret mounted?): {exc}"
+            raise RuntimeError(msg) from None
+        if stamp != self._mounted:
+            if self._ssl is None:
+                self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._ssl.load_cert_chain(str(cert), str(key))
+            self._mounted = stamp
 
     async def _run_webhook(self, certs_loaded: asyncio.Event) -> None:
         failures = 0

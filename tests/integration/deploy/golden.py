@@ -14,7 +14,11 @@ HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
 RELEASE, NAMESPACE = "trainop", "kubeflow"
 # golden file stem -> values file (None: the chart's defaults)
-VALUES: dict[str, Path | None] = {"default": None, "everything": HERE / "values-everything.yaml"}
+VALUES: dict[str, Path | None] = {
+    "default": None,
+    "everything": HERE / "values-everything.yaml",
+    "cert-manager": HERE / "values-cert-manager.yaml",
+}
 
 
 def render(values: Path | None = None, *extra: str) -> subprocess.CompletedProcess[str]:

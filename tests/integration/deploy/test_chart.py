@@ -64,17 +64,39 @@ def test_everything_render_sets_each_value() -> None:
     assert dep["spec"]["replicas"] == 2
     assert c["image"] == "registry.example.com/ml/trainop:0.1.0-rc1" and c["imagePullPolicy"] == "Always"
     assert c["args"] == [
-        "--metrics-bind-address=:8090", "--health-probe-bind-address=:8081", "--webhook-server-port=9444",
-        "--leader-elect", "--enable-scheme=pytorchjob", "--enable-scheme=mpijob", "--namespace=team-a",
-        "--kube-api-qps=50", "--kube-api-burst=100", "--controller-threads=8",
-        "--gang-scheduler-name=volcano", "--zap-log-level=debug",
-    ]  # fmt: skip
+        "--metrics-bind-address=:8090",
+        "--health-probe-bind-address=:8081",
+        "--webhook-server-port=9444",
+        "--manage-webhook-cert=false",
+        "--leader-elect",
+        "--enable-scheme=pytorchjob",
+        "--enable-scheme=mpijob",
+        "--namespace=team-a",
+        "--kube-api-qps=50",
+        "--kube-api-burst=100",
+        "--controller-threads=8",
+        "--gang-scheduler-name=volcano",
+        "--zap-log-level=debug",
+    ]
     assert pod["nodeSelector"] and pod["tolerations"] and pod["affinity"] and pod["imagePullSecrets"]
     assert pod["priorityClassName"] == "system-cluster-critical"
     vwc = objs[("ValidatingWebhookConfiguration", "validator.training-operator.kubeflow.org")]
     assert [w["rules"][0]["resources"] for w in vwc["webhooks"]] == [["mpijobs"], ["pytorchjobs"]]
     assert {w["failurePolicy"] for w in vwc["webhooks"]} == {"Ignore"}
     assert {w["clientConfig"]["service"]["namespace"] for w in vwc["webhooks"]} == {NAMESPACE}
+    # cert-manager: its Certificate fills the Secret the pod mounts, its injector the caBundle.
+    assert ("Secret", "training-operator-webhook-cert") not in objs
+    cert = objs[("Certificate", "training-operator-webhook-cert")]
+    assert cert["spec"]["issuerRef"] == {"kind": "ClusterIssuer", "name": "internal-ca"}
+    assert cert["spec"]["dnsNames"][0] == f"training-operator.{NAMESPACE}.svc"
+    assert vwc["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": f"{NAMESPACE}/training-operator-webhook-cert"
+    }
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    assert mounts["webhook-cert"] == "/tmp/k8s-webhook-server/serving-certs"
+    assert {"name": "webhook-cert", "secret": {"secretName": "training-operator-webhook-cert"}} in pod[
+        "volumes"
+    ]
     svc = objs[("Service", "training-operator")]
     assert [(p["name"], p["port"], p["targetPort"]) for p in svc["spec"]["ports"]] == [
         ("monitoring-port", 8090, 8090), ("webhook-server", 443, 9444),
@@ -93,7 +115,8 @@ def test_everything_render_sets_each_value() -> None:
         REPO / "monitoring/grafana/trainop-dashboard.json"
     ).read_text().rstrip("\n")
     crds = [o for (kind, _), o in objs.items() if kind == "CustomResourceDefinition"]
-    assert len(crds) == 6 and not any("annotations" in c["metadata"] for c in crds)  # crds.keep: false
+    assert len(crds) == len(list((CHART / "files" / "crds").glob("*.yaml")))
+    assert not any("annotations" in c["metadata"] for c in crds)  # crds.keep: false
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,9 @@ from trainop.operator.flags import FlagError, parse_flags
             {"gang_scheduler_name": "scheduler-plugins-scheduler"},
             id="scheduler-plugins",
         ),
+        pytest.param([], {}, {"manage_webhook_cert": True}, id="the operator makes its webhook certificate"),
+        pytest.param(["--manage-webhook-cert=false"], {}, {"manage_webhook_cert": False},
+                     id="cert-manager makes it (the chart's webhook.certManager)"),
     ],
 )  # fmt: skip
 def test_parse(argv: list[str], env: dict[str, str], want: dict[str, object]) -> None:
