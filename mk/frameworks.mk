@@ -2,7 +2,7 @@
 # Included by the top-level Makefile (-include mk/*.mk); $(STAMP)-extra-<fw> installs the pyproject
 # extra <fw> into .venv once (re-run when pyproject.toml changes).
 
-FRAMEWORKS := torch tensorflow xgboost jax paddle mpi
+FRAMEWORKS := torch tensorflow xgboost jax paddle mpi finetune
 
 .PHONY: $(addprefix extra-,$(FRAMEWORKS)) frameworks openmpi e2e e2e-deps
 

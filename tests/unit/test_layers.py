@@ -1,8 +1,8 @@
 """The import contract of design.md, read from the source with ``ast`` (nothing is imported).
 
 1. Layers import downward only: cli, ui > sdk > operator > controller > backends > frameworks > core > api
-   (cli and ui are one rank, the front doors: ``trainop ui`` starts the web view, which shows replicas
-   as ``trainop run`` words them).
+   > programs (cli and ui are one rank, the front doors: ``trainop ui`` starts the web view, which
+   shows replicas as ``trainop run`` words them; programs, what a job runs, imports nothing of ours).
    ``trainop.testing`` may import anything; nothing under src imports ``trainop.testing``. The
    plugin Protocol lives in ``core.plugin`` (frameworks re-export it), so no upward edge is needed.
 2. api, core and frameworks stay pure: no process, socket, database, event-loop, clock or Kubernetes
@@ -31,6 +31,7 @@ RANKS = (
     ("frameworks",),
     ("core",),
     ("api",),
+    ("programs",),  # what a job's processes run: imports nothing else of trainop
 )
 LAYERS = tuple(layer for rank in RANKS for layer in rank)
 RANK_OF = {layer: i for i, rank in enumerate(RANKS) for layer in rank}

@@ -395,6 +395,11 @@ class JobClient(Protocol):
         """Until one of ``conditions`` is True (or the job finished); WaitTimeoutError."""
         ...
 
+    def create_volume_claim(self, claim: Mapping[str, Any]) -> str:
+        """Create the PersistentVolumeClaim ``claim`` (train()'s storage); one of that name already
+        there is reused, as upstream's train() does. Returns what the claim is here, for messages."""
+        ...
+
     def check_local_queue(self, namespace: str, queue_name: str) -> None:
         """Best effort: warn when a Kueue LocalQueue cannot be read (§7.3); never fails on 403/404."""
         ...

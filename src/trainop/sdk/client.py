@@ -24,7 +24,7 @@ from trainop.api.errors import FieldError
 from trainop.api.load import load_documents, parse_job
 from trainop.backends.base import BackendError, ClusterError, JobClient, NotFoundError
 from trainop.backends.waiting import PollTimeout, poll_until
-from trainop.sdk import constants, utils
+from trainop.sdk import constants, finetune, utils
 from trainop.sdk.errors import (
     JobFailedError,
     SDKError,
@@ -817,17 +817,21 @@ class TrainingClient:
         },
         queue_name: str | None = None,
     ) -> None:
-        """Upstream's alpha LLM fine-tuning entry point, with its signature and its first checks.
+        """Fine-tune a Hugging Face model with LoRA (upstream's alpha API, same signature and objects).
 
-        Upstream downloads the model and dataset with its storage-initializer image into a PVC and
-        fine-tunes with its Hugging Face trainer image. trainop runs neither image (locally there are
-        no containers; on a cluster they would pull from Hugging Face), so after upstream's own checks
-        (its ImportError without ``peft``/``transformers``, its ValueError for a missing parameter) this
-        raises SDKError (a RuntimeError) naming what is missing. Fine-tune with
-        ``create_job(train_func=...)``, loading the model and dataset from local directories.
+        Creates a PersistentVolumeClaim named like the job and a PyTorchJob whose Master first runs the
+        storage initializer (model and dataset into the claim), then ``num_workers`` replicas of
+        ``num_procs_per_worker`` trainer processes each, exactly as kubeflow-training 1.9.4 does (images
+        from ``STORAGE_INITIALIZER_IMAGE``/``TRAINER_TRANSFORMER_IMAGE``). On the local backend the same
+        job runs trainop's own initializer and trainer (trainop.programs) and the claim is a directory
+        of the job; docs/finetune.md lists the differences. Parameters are upstream's
+        ``kubeflow.storage_initializer`` objects, or trainop.sdk's classes of the same names.
 
         Example:
-            >>> client.train(name="llm")   # ImportError, as upstream's, without peft and transformers
+            >>> client.train(name="llm", model_provider_parameters=HuggingFaceModelParams(
+            ...     model_uri="hf://org/tiny", transformer_type=transformers.AutoModelForCausalLM),
+            ...     dataset_provider_parameters=HuggingFaceDatasetParams(repo_id="./data"),
+            ...     trainer_parameters=HuggingFaceTrainerParams(TrainingArguments("out"), LoraConfig()))
         """
         try:
             import peft  # noqa: F401
@@ -844,15 +848,28 @@ class TrainingClient:
         ):
             raise ValueError("One of the required parameters is None")
         ns = namespace or self.namespace
-        raise SDKError(
-            f"Failed to create PyTorchJob: {ns}/{name}. Error: train() needs kubeflow-training's storage "
-            f"initializer ({constants.STORAGE_INITIALIZER_IMAGE}: downloads model_provider_parameters and "
-            "dataset_provider_parameters into a PVC) and its LLM trainer "
-            f"({constants.TRAINER_TRANSFORMER_IMAGE}); "
-            "trainop runs neither (see docs/sdk.md). Fine-tune with create_job(train_func=...), loading "
-            "the model and dataset from local directories",
-            detail="train() needs upstream's storage-initializer and trainer images",
+        # Built (and the provider types checked) before the claim exists: upstream creates the PVC
+        # first and leaves it behind when a parameter is then refused.
+        job = finetune.build_train_job(
+            name=name,
+            namespace=ns,
+            labels=labels,
+            annotations=annotations,
+            num_workers=num_workers,
+            num_procs_per_worker=num_procs_per_worker,
+            resources_per_worker=resources_per_worker,
+            model_provider_parameters=model_provider_parameters,
+            dataset_provider_parameters=dataset_provider_parameters,
+            trainer_parameters=trainer_parameters,
+            init_env_vars=init_env_vars,
+            env_vars=env_vars,
         )
+        try:
+            claim = self.backend.create_volume_claim(finetune.build_pvc(name, ns, storage_config))
+        except BackendError as e:  # upstream's words (it reuses a claim of that name that exists)
+            raise RuntimeError(f"failed to create PVC. Error: {e}") from e
+        logger.info("train %s/%s: its storage is %s", ns, name, claim)
+        self.create_job(job=job, namespace=ns, queue_name=queue_name)
 
     # ------------------------------------------------------------------------------------------------
     # helpers

@@ -33,8 +33,8 @@ def no_command(template: dict[str, Any]) -> None:
     del template["spec"]["containers"][0]["command"]
 
 
-def pvc_volume(template: dict[str, Any]) -> None:
-    template["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+def secret_volume(template: dict[str, Any]) -> None:
+    template["spec"]["volumes"] = [{"name": "data", "secret": {"secretName": "data"}}]
 
 
 def valid() -> JobBuilder:
@@ -49,7 +49,8 @@ def valid() -> JobBuilder:
             valid().template(no_command, "Worker").build_dict(),
             "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].command: Required value: the local "
             "backend runs host processes, so each container needs a command (the image's entrypoint is not "
-            'used); add e.g. command: ["python", "train.py"]',
+            'used, except for the images of train(): docs/finetune.md); add e.g. command: ["python", '
+            '"train.py"]',
             id="a container without command: what to add",
         ),
         pytest.param(
@@ -62,12 +63,13 @@ def valid() -> JobBuilder:
             .master(1)
             .workers(1)
             .command(["true"])
-            .template(pvc_volume, "Worker")
+            .template(secret_volume, "Worker")
             .build_dict(),
             "spec.pytorchReplicaSpecs[Worker].template.spec.volumes[0]: Unsupported value: "
-            '"persistentVolumeClaim": '
+            '"secret": '
             "the local backend supports emptyDir (a per-replica directory), configMap (created by the "
-            "job) and hostPath (used as is) volumes",
+            "job), hostPath (used as is) and persistentVolumeClaim (a directory of the job, shared by its "
+            "replicas) volumes",
             id="a volume the local backend cannot provide",
         ),
         pytest.param("kind: PyTorchJob\nspec: [unclosed\n", "not valid YAML at line 3", id="not YAML"),

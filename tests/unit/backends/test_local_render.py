@@ -412,7 +412,8 @@ PATH = "spec.pytorchReplicaSpecs[Worker]"
                 FieldError(
                     f"{PATH}.template.spec.containers[0].command",
                     "Required value: the local backend runs host processes, so each container needs a "
-                    'command (the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
+                    "command (the image's entrypoint is not used, except for the images of train(): "
+                    'docs/finetune.md); add e.g. command: ["python", "train.py"]',
                 )
             ],
             id="no command",
@@ -455,7 +456,8 @@ PATH = "spec.pytorchReplicaSpecs[Worker]"
                 FieldError(
                     f"{PATH}.template.spec.volumes[1]",
                     'Unsupported value: "secret": the local backend supports emptyDir (a per-replica '
-                    "directory), configMap (created by the job) and hostPath (used as is) volumes",
+                    "directory), configMap (created by the job), hostPath (used as is) and "
+                    "persistentVolumeClaim (a directory of the job, shared by its replicas) volumes",
                 ),
             ],
             id="secrets and ConfigMaps that only exist on a cluster",

@@ -484,6 +484,19 @@ class KubernetesBackend:
     def events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         return list(self._run(self._list(r.Event, namespace), timeout=timeout))
 
+    def create_volume_claim(self, claim: Mapping[str, Any]) -> str:
+        """Upstream's train(): create the claim; when that fails and a claim of that name exists, reuse it."""
+        ns, name = claim["metadata"]["namespace"], claim["metadata"]["name"]
+        try:
+            self._run(self.client.api.create(r.PersistentVolumeClaim(dict(claim))), api_errors=True)
+        except httpx.HTTPStatusError as exc:
+            existing = self._run(self._list(r.PersistentVolumeClaim, ns))
+            if not any(o["metadata"]["name"] == name for o in existing):
+                raise self._write_error(exc, "PersistentVolumeClaim", name, ns) from None
+            log.info("PVC '%s' already exists in namespace %s.", name, ns)
+            return f"PersistentVolumeClaim {ns}/{name} (it already existed)"
+        return f"PersistentVolumeClaim {ns}/{name}"
+
     def check_local_queue(self, namespace: str, queue_name: str) -> None:
         """Upstream's ``_check_queue_exists`` (§7.3): only a 500 stops the create; anything else warns."""
         try:

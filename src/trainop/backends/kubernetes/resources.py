@@ -39,6 +39,9 @@ def _private(base: type[Any], group: str, version: str, kind: str, plural: str) 
 
 
 Pod: Any = _private(GenericNamespacedResource, "", "v1", "Pod", "pods")
+PersistentVolumeClaim: Any = _private(
+    GenericNamespacedResource, "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"
+)
 Service: Any = _private(GenericNamespacedResource, "", "v1", "Service", "services")
 ConfigMap: Any = _private(GenericNamespacedResource, "", "v1", "ConfigMap", "configmaps")
 ServiceAccount: Any = _private(GenericNamespacedResource, "", "v1", "ServiceAccount", "serviceaccounts")

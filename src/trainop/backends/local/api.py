@@ -430,6 +430,14 @@ class LocalBackend:
                 out.append(build_event_dict(job, i, ev))
         return out
 
+    def create_volume_claim(self, claim: Mapping[str, Any]) -> str:
+        """Nothing to create: a claim is a directory of each job that mounts it
+        (StatePaths.claim_dir, made when its first pod starts); size and access modes are not enforced."""
+        spec = claim.get("spec") or {}
+        size = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+        modes = ", ".join(spec.get("accessModes") or [])
+        return f"a directory of each job that mounts it (size {size}, access modes {modes}: not enforced)"
+
     def check_local_queue(self, namespace: str, queue_name: str) -> None:
         """No Kueue here: the queue label stays on the job (for when it moves to a cluster)."""
         return None

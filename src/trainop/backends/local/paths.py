@@ -103,6 +103,11 @@ class StatePaths:
     def pod_volume(self, namespace: str, job: str, pod: str, volume: str) -> Path:
         return self.inside("jobs", namespace, job, "pods", pod, "volumes", volume)
 
+    def claim_dir(self, namespace: str, job: str, claim: str) -> Path:
+        """A PersistentVolumeClaim the job mounts: one directory its replicas share (removed with it)."""
+        _check_segment(self.home, claim)
+        return self.inside("jobs", namespace, job, "claims", claim)
+
     def exec_dir(self, namespace: str, job: str) -> Path:
         """The job's exec contexts: the rsh agent reaches only files in here (build_rsh_agent)."""
         return self.inside("jobs", namespace, job, "exec")

@@ -34,13 +34,14 @@ from trainop.api.constants import (
 )
 from trainop.api.errors import FieldError, invalid, not_supported, required
 from trainop.api.names import validate_dns1123_label
+from trainop.backends.local.images import build_image_entrypoint
 from trainop.core.plugin import ExecAgent, LocalEnv, capabilities
 from trainop.frameworks.pytorch import build_rdzv_host_conf as pytorch_rdzv_host_conf
 from trainop.frameworks.registry import REGISTRY
 
 POD_IP = "127.0.0.1"
 DEFAULT_GRACE_SECONDS = 30.0  # pod.spec.terminationGracePeriodSeconds default
-SUPPORTED_VOLUMES = ("emptyDir", "configMap", "hostPath")
+SUPPORTED_VOLUMES = ("emptyDir", "configMap", "hostPath", "persistentVolumeClaim")
 _FIELD_REFS = (
     "metadata.name",
     "metadata.namespace",
@@ -70,6 +71,7 @@ class LocalContext:
     gpus: Mapping[str, Sequence[str]] = field(default_factory=dict)  # container name → GPU ids
     machine_has_gpus: bool = False
     kind: str = ""  # the job's kind (PyTorchJob …): which loopback env defaults apply
+    python: str = "python"  # the interpreter a known image's entrypoint runs (images.KNOWN_IMAGES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +348,7 @@ def build_rendered_pod(pod: Mapping[str, Any], kind: str, host_env: Mapping[str,
     out = copy.deepcopy(dict(pod))
     for key in ("initContainers", "containers"):
         for c in (out.get("spec") or {}).get(key) or []:
-            if not isinstance(c, dict) or not c.get("command"):
+            if not isinstance(c, dict) or not has_command(c):
                 continue
             entries = [e for e in c.get("env") or [] if isinstance(e, dict) and e.get("name")]
             listed = {str(e["name"]): str(e.get("value", "")) for e in entries}
@@ -530,9 +532,12 @@ def build_process(
     env, own = build_container_env(container, pod, ctx)
     env = {k: rewrite_mount_paths(v, table) if k in own else v for k, v in env.items()}
     own = {k: env[k] for k in own}
+    command = container.get("command") or list(
+        build_image_entrypoint(str(container.get("image") or ""), ctx.python) or ()
+    )
     argv = tuple(
         rewrite_mount_paths(expand_vars(str(a), own.get), table)
-        for a in [*(container.get("command") or []), *(container.get("args") or [])]
+        for a in [*command, *(container.get("args") or [])]
     )
     return ProcessSpec(
         container=str(container.get("name", "")),
@@ -626,7 +631,7 @@ def detect_pod_errors(
                 continue
             cpath = f"{path}.template.spec.{key}[{i}]"
             if i >= len(tcontainers):  # injected by the operator
-                if not c.get("command") and not (key == "initContainers" and c.get("name") in noop_helpers):
+                if not has_command(c) and not (key == "initContainers" and c.get("name") in noop_helpers):
                     errs.append(_command_error(f"{path} (container {c.get('name')!r} added by the operator)"))
                 continue
             errs += _user_container_errors(c, tcontainers[i], cpath)
@@ -637,11 +642,20 @@ def detect_pod_errors(
     return errs
 
 
+def has_command(container: Mapping[str, Any]) -> bool:
+    """A command of its own, or an image whose entrypoint trainop provides (images.KNOWN_IMAGES)."""
+    return (
+        bool(container.get("command"))
+        or build_image_entrypoint(str(container.get("image") or ""), "") is not None
+    )
+
+
 def _command_error(path: str) -> FieldError:
     return required(
         path,
         "the local backend runs host processes, so each container needs a command "
-        '(the image\'s entrypoint is not used); add e.g. command: ["python", "train.py"]',
+        "(the image's entrypoint is not used, except for the images of train(): docs/finetune.md); "
+        'add e.g. command: ["python", "train.py"]',
     )
 
 
@@ -656,7 +670,7 @@ def _user_container_errors(c: Mapping[str, Any], template: Any, cpath: str) -> l
                 invalid(f"{cpath}.volumeMounts[{j}].subPath", sub, msg)
                 for msg in detect_volume_path_errors(sub)
             )
-    if not c.get("command"):
+    if not has_command(c):
         errs.append(_command_error(f"{cpath}.command"))
     tenv = len(template.get("env") or []) if isinstance(template, dict) else 0
     errs.extend(_env_errors(cpath, c, tenv))
@@ -688,8 +702,12 @@ def _volume_errors(v: Mapping[str, Any], vpath: str, known_cms: set[str]) -> lis
             FieldError(
                 vpath,
                 f'Unsupported value: "{kinds[0] if kinds else ""}": the local backend supports '
-                "emptyDir (a per-replica directory), configMap (created by the job) and hostPath "
-                "(used as is) volumes",
+                "emptyDir (a per-replica directory), configMap (created by the job), hostPath "
+                "(used as is) and persistentVolumeClaim (a directory of the job, shared by its replicas) "
+                "volumes",
             )
         )
+    pvc = v.get("persistentVolumeClaim")
+    if isinstance(pvc, dict):  # the claim names its directory here (a label: no dots, no slashes)
+        errs += validate_dns1123_label(pvc.get("claimName"), f"{vpath}.persistentVolumeClaim.claimName")
     return errs

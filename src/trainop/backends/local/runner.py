@@ -477,6 +477,12 @@ class PodRunner:
             target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, vname)
             if isinstance(vol.get("hostPath"), dict):
                 volume_dirs[vname] = str(vol["hostPath"].get("path", ""))
+            elif isinstance(vol.get("persistentVolumeClaim"), dict):
+                # One directory per claim, shared by every replica of the job (train()'s storage).
+                claim = str(vol["persistentVolumeClaim"].get("claimName", ""))
+                claim_dir = self.paths.claim_dir(self.job.namespace, self.job.name, claim)
+                claim_dir.mkdir(parents=True, exist_ok=True)
+                volume_dirs[vname] = str(claim_dir)
             elif isinstance(vol.get("configMap"), dict):
                 cm_name = str(vol["configMap"].get("name", ""))
                 cms = [

@@ -553,6 +553,7 @@ def build_context(row: JobRow) -> LocalContext:
         memory_bytes=memory,
         ephemeral_bytes=disk,
         kind=row.kind,
+        python=sys.executable,
     )
 
 
