@@ -356,11 +356,11 @@ def train(args: argparse.Namespace) -> int:
     log(f"rank {rank}/{world} started at {time.time():.6f}")
     # Every argument is read before the (slow) model and data are.
     num_labels = parse_num_labels(args.num_labels)
-    training_args = build_training_arguments(args.training_parameters)
     lora_config = build_lora_config(args.lora_config)
     raw = load_dataset_dir(args.dataset_dir)
     train_ds, eval_ds = pick_splits(raw)
     check_columns(train_ds)
+    training_args = build_training_arguments(args.training_parameters)  # sets up torch.distributed
     model, tokenizer = load_model_and_tokenizer(args, num_labels)
 
     transformers = need("transformers", "transformers")
