@@ -168,7 +168,7 @@ def test_causal_lm_with_lora_on_two_workers(home: Path, assets: Assets) -> None:
     claim = home / "jobs" / "default" / "lm" / "claims" / "lm"
     assert sorted(p.name for p in (claim / "dataset").iterdir()) == ["dataset_dict.json", "train"]
     shape = adapter_changes_output(assets.lm, claim / "lora", "AutoModelForCausalLM")
-    assert shape[:2] == (1, 7)
+    assert shape[0] == 1 and len(shape) == 3  # (batch, tokens, vocabulary)
 
 
 @pytest.fixture
