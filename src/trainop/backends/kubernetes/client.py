@@ -54,6 +54,12 @@ _priority: contextvars.ContextVar[int] = contextvars.ContextVar(
     "trainop_request_priority", default=PRIORITY_READ
 )
 
+# A watch that delivers no line for this long (not even a bookmark, which the API server sends
+# about once a minute to watches that ask for them) is taken for a dead connection and opened again;
+# TCP keepalive (http1.py) finds a half-open connection too, this also a server that stopped
+# writing. Well under the 5-10 min a watch lasts (informer.py), so a stall costs minutes, not hours.
+WATCH_IDLE_S = 180.0
+
 # Defaults raised from upstream's 20/30 (§6.4): one reconcile of a 1+3 PyTorchJob makes ~9 writes, so
 # 20 QPS caps the operator at ~2 jobs/s, and the apiserver's own priority-and-fairness, not the client,
 # is what protects the cluster now. bench-k8s (issue 16), 100 x (1+3) with pods running 10 s: at
@@ -429,9 +435,12 @@ class DirectApi:
         resource_version: str | None,
         labels: dict[str, Any] | None,
         server_timeout: int,
+        idle_timeout: float | None = WATCH_IDLE_S,
     ) -> AsyncIterator[list[bytes]]:
         """One watch request (``allowWatchBookmarks``, as client-go's reflector): batches of its event
-        lines, undecoded, until the server ends it; an error answer raises ApiError (410: too old)."""
+        lines, undecoded, until the server ends it; an error answer raises ApiError (410: too old).
+        ``idle_timeout`` seconds without a line (not even a bookmark) end it with a timeout: the
+        connection is taken for dead, and the informer opens the watch again."""
         query = f"?watch=true&allowWatchBookmarks=true&timeoutSeconds={server_timeout}"
         if resource_version:
             query += f"&resourceVersion={quote(resource_version)}"
@@ -454,7 +463,7 @@ class DirectApi:
                 self._auth.refresh()
             raise _api_error(stream.status, body)
         try:
-            async for batch in stream.lines():
+            async for batch in stream.lines(idle_timeout):
                 yield batch
         except http1.TransportError as exc:
             raise _transport_error(exc) from exc
@@ -648,6 +657,7 @@ def build_client(
             verify=ssl_ctx,
             http2=http2,
             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            socket_options=http1.tcp_keepalive_options(),
         )
 
     def client(
@@ -682,15 +692,29 @@ def build_client(
         )
     # Small pools: httpcore scans every pooled connection on each request, so hundreds of idle
     # connections cost more CPU than they save; with the direct path these carry only the rare requests.
+    watch_api = client(transport(64), None)  # a watch is "in flight" for minutes: not activity
+    set_watch_idle_timeout(watch_api, WATCH_IDLE_S)
     return KubeClient(
         api=client(transport(max_connections), activity, transport(8)),
-        watch_api=client(transport(64), None),  # a watch is "in flight" for minutes: not activity
+        watch_api=watch_api,
         limiter=limiter,
         stats=stats,
         config=config,
         activity=activity,
         direct=fast,
     )
+
+
+def set_watch_idle_timeout(api: AsyncClient, seconds: float) -> None:
+    """lightkube reads a watch with no read timeout (``_watch_timeout.read = None``), so a stalled
+    connection would hold its informer forever: give its watches the direct path's idle deadline (a
+    read timeout, which its watch loop retries as any other error)."""
+    inner = getattr(api, "_client", None)
+    timeout = getattr(inner, "_watch_timeout", None)
+    if isinstance(timeout, httpx.Timeout):
+        inner._watch_timeout = httpx.Timeout(  # type: ignore[union-attr]
+            connect=timeout.connect, read=seconds, write=timeout.write, pool=timeout.pool
+        )
 
 
 def api_status_code(exc: BaseException) -> int | None:

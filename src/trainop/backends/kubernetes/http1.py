@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import socket
 import ssl
 import time
 from collections.abc import AsyncIterator
@@ -28,6 +29,13 @@ from urllib.parse import urlsplit
 
 MAX_HEAD = 64 * 1024  # a status line and headers larger than this are refused
 KEEPALIVE_S = 60.0  # an idle connection older than this is closed, not reused
+# TCP keepalive on every connection: a peer gone without a FIN or RST (a half-open connection) is
+# found in about TCP_IDLE_S + TCP_INTERVAL_S * TCP_COUNT = 60 s (Go's dialer probes after 15 s).
+TCP_IDLE_S, TCP_INTERVAL_S, TCP_COUNT = 30, 10, 3
+# A watch's undelivered batches of lines: past this many the socket is not read (the server waits
+# in TCP flow control) until the consumer has taken half of them, so a slow informer holds bounded
+# memory instead of a queue that grows without end.
+MAX_QUEUED_BATCHES = 256
 
 
 class TransportError(Exception):
@@ -95,12 +103,31 @@ class _Answer:
         self.headed = headed  # stream mode: done once the status line and headers are in
 
 
+def set_tcp_keepalive(sock: socket.socket) -> None:
+    """Probe an idle connection (TCP_IDLE_S, TCP_INTERVAL_S, TCP_COUNT); best effort where the
+    platform lacks an option."""
+    with contextlib.suppress(OSError):
+        for level, option, value in tcp_keepalive_options():
+            sock.setsockopt(level, option, value)
+
+
+def tcp_keepalive_options() -> list[tuple[int, int, int]]:
+    """The socket options of TCP keepalive, also for httpx's transports (lightkube's path)."""
+    out = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    wanted = (("TCP_KEEPIDLE", TCP_IDLE_S), ("TCP_KEEPINTVL", TCP_INTERVAL_S), ("TCP_KEEPCNT", TCP_COUNT))
+    for name, value in wanted:
+        if hasattr(socket, name):  # Linux and macOS; not every platform has all three
+            out.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    return out
+
+
 class Connection(asyncio.Protocol):
     """One kept-alive connection: at most one request in flight (no pipelining)."""
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.paused = False  # reading paused: a watch's consumer is behind (MAX_QUEUED_BATCHES)
         self.used = 0  # answers completed on this connection
         self.idle_since = time.monotonic()
         self.received = False  # any byte of the current answer arrived
@@ -113,6 +140,9 @@ class Connection(asyncio.Protocol):
     # --- asyncio.Protocol ----------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # (uvloop's are not asyncio's classes)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            set_tcp_keepalive(sock)
 
     def data_received(self, data: bytes) -> None:
         if self._answer is None:  # nothing asked: the server must not speak
@@ -120,10 +150,23 @@ class Connection(asyncio.Protocol):
             return
         self.received = True
         self._buf += data
+        answer = self._answer
         try:
-            self._parse(self._answer)
+            self._parse(answer)
         except TransportError as exc:
             self._fail(exc)
+            return
+        lines = answer.lines
+        if lines is not None and not self.paused and lines.qsize() >= MAX_QUEUED_BATCHES:
+            self.paused = True
+            assert self.transport is not None
+            self.transport.pause_reading()
+
+    def resume(self) -> None:
+        """Read again (the consumer caught up)."""
+        if self.paused and not self.closed and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
 
     def eof_received(self) -> bool | None:
         return False  # close our side too
@@ -483,14 +526,22 @@ class Stream:
         finally:
             self.close()
 
-    async def lines(self) -> AsyncIterator[list[bytes]]:
+    async def lines(self, idle: float | None = None) -> AsyncIterator[list[bytes]]:
         """Batches of complete, non-empty lines until the server ends the answer; a transport failure
-        raises ``TransportError``."""
+        raises ``TransportError``, and so do ``idle`` seconds without a line (``RequestTimeout``: a
+        stalled or half-open connection is taken for dead and closed)."""
         queue = self._answer.lines
         assert queue is not None
+        conn = self._conn
         try:
             while True:
-                item = await queue.get()
+                try:
+                    async with asyncio.timeout(idle):
+                        item = await queue.get()
+                except TimeoutError:
+                    raise RequestTimeout(f"nothing received for {idle:g} s") from None
+                if conn.paused and queue.qsize() <= MAX_QUEUED_BATCHES // 2:
+                    conn.resume()
                 if item is None:
                     return
                 if isinstance(item, BaseException):

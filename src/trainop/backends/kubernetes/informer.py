@@ -25,6 +25,7 @@ from lightkube.types import OnErrorAction, OnErrorResult
 
 from trainop.backends.kubernetes.client import (
     PRIORITY_READ,
+    WATCH_IDLE_S,
     DirectApi,
     KubeClient,
     api_status_code,
@@ -213,6 +214,8 @@ class Informer:
         # Seconds the server keeps one watch open: client-go picks 5-10 min so that many watches do
         # not reconnect at once (tests shorten it to see reconnection).
         self.watch_timeout = (300, 600)
+        # Seconds without a line before a watch is taken for dead and opened again (client.py).
+        self.watch_idle = WATCH_IDLE_S
         self.watch_decoder = watch_decoder or _decode_whole
 
     def add_handlers(self, handlers: Handlers) -> None:
@@ -359,6 +362,7 @@ class Informer:
                         resource_version=rv or None,
                         labels=self.labels,
                         server_timeout=random.randint(*self.watch_timeout),
+                        idle_timeout=self.watch_idle,
                     ):
                         for line in batch:
                             kind, obj, shaped = decode(line)
