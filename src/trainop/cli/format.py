@@ -54,8 +54,8 @@ def format_age(seconds: float) -> str:
     return f"{years}y"
 
 
-def format_replicas(job: TrainingJob) -> str:
-    """``Master 1/1, Worker 2/2``: replicas running or done, of those wanted, per type."""
+def compute_replica_counts(job: TrainingJob) -> list[tuple[str, int, int, int]]:
+    """(type, running or done, wanted, failed) per replica type, in the spec's order."""
     from trainop.api.defaults import apply_defaults
 
     statuses = (job.status.replica_statuses if job.status else None) or {}
@@ -63,11 +63,18 @@ def format_replicas(job: TrainingJob) -> str:
     for rtype, spec in apply_defaults(job).replica_specs.items():
         st = statuses.get(rtype)
         ready = ((st.active or 0) + (st.succeeded or 0)) if st else 0
-        text = f"{rtype} {ready}/{spec.replicas or 0}"
-        if st and st.failed:
-            text += f" ({st.failed} failed)"
-        out.append(text)
-    return ", ".join(out)
+        out.append((rtype, ready, spec.replicas or 0, (st.failed or 0) if st else 0))
+    return out
+
+
+def format_replicas(job: TrainingJob, counts: list[tuple[str, int, int, int]] | None = None) -> str:
+    """``Master 1/1, Worker 2/2``: replicas running or done, of those wanted, per type (``counts``:
+    ``compute_replica_counts(job)``, when the caller has it already)."""
+    rows = compute_replica_counts(job) if counts is None else counts
+    return ", ".join(
+        f"{rtype} {ready}/{wanted}" + (f" ({failed} failed)" if failed else "")
+        for rtype, ready, wanted, failed in rows
+    )
 
 
 def _rfc3339_ts(value: object) -> float | None:

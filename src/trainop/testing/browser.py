@@ -180,3 +180,52 @@ def screenshot(driver: Any, directory: Path, name: str) -> Path:
     path = directory / f"{name}.png"
     driver.save_screenshot(str(path))
     return path
+
+
+@contextlib.contextmanager
+def chromium_or_fail() -> Iterator[Any]:
+    """``chromium()`` for a pytest fixture: a missing browser fails the test with the install command."""
+    import pytest
+
+    try:
+        find_chromium()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    with chromium() as driver:
+        yield driver
+
+
+def open_page(driver: Any, ui: UiServer, path: str = "/") -> None:
+    """``path`` of ``ui``; the first visit of a session trades the printed URL's token for its cookie.
+    Marks the page, so a test can tell that later updates came without a reload."""
+    if not driver.current_url.startswith(ui.base):
+        driver.get(ui.url)
+    driver.get(ui.base + path)
+    driver.execute_script("window.__notReloaded = true")
+
+
+def job_cell(driver: Any, key: str, col: str) -> str:
+    """A cell of the job list: ``key`` is ``namespace/name``."""
+    return text_of(driver, f'tr[data-job="{key}"] td[data-col="{col}"]')
+
+
+def replica_cell(driver: Any, replica: str, col: str) -> str:
+    """A cell of a job page's replica table (``master-0``; phase, restarts, exit, waiting)."""
+    return text_of(driver, f'#replicas tr[data-replica="{replica}"] td[data-col="{col}"]')
+
+
+def run_trainop(env: Mapping[str, str], *args: str, stdin: str | None = None, timeout: float = 120.0) -> str:
+    """``trainop ARGS`` as a user runs it (a fresh process in ``env``); its stdout. Fails the test with
+    its output when it exits non-zero."""
+    done = subprocess.run(
+        [sys.executable, "-m", "trainop.cli.main", *args],
+        env=dict(env),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, (
+        f"trainop {' '.join(args)}: exit {done.returncode}\n{done.stdout}{done.stderr}"
+    )
+    return done.stdout

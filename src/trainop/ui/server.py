@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from trainop.backends.base import BackendError, NotFoundError
@@ -33,17 +34,19 @@ from trainop.ui.source import Source
 from trainop.ui.views import build_job_page, build_job_row, build_progress, select_rows
 
 LIST_INTERVAL = 0.5  # how often a stream re-reads the backend (what `get -w` polls at)
+TOKEN_INTERVAL = 0.1  # how often the list's keeper asks whether anything changed (one SQLite pragma)
 PING_SECONDS = 15.0  # an SSE comment keeps proxies and the browser from closing an idle stream
 LOG_BATCH_LINES = 2000
-LOG_QUEUE_LINES = 4096  # lines read ahead of the browser: bounds the server's memory on a huge log
+LOG_BATCH_BYTES = 1 << 20
+LOG_QUEUE_LINES = 1024  # lines read ahead of the browser: bounds the server's memory on a huge log
 ACTIONS = ("suspend", "resume", "delete")
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
 
+_ENCODE = msgspec.json.Encoder().encode
 SOURCE: web.AppKey[Source] = web.AppKey("source", Source)
-STATE: web.AppKey[SessionState] = web.AppKey("state", object)  # type: ignore[arg-type]
 
 
 class SessionState:
@@ -117,6 +120,54 @@ def read_jobs(source: Source, namespace: str | None) -> dict[str, Any]:
     return {"jobs": rows, "error": error}
 
 
+class ListCache:
+    """The job list per namespace, kept current by one background task (``run``), so a request or a
+    stream's update is served from memory at once however many jobs there are; reading 1,000 local
+    jobs again takes most of a second. The task reads again when the backend's ``change_token``
+    moves (on a cluster, which has none, every ``LIST_INTERVAL``), at least every ``MAX_AGE`` seconds
+    (reads run the local backend's recovery rule too), and forgets a namespace no one asked for
+    in ``IDLE`` seconds."""
+
+    MAX_AGE = 10.0
+    IDLE = 60.0
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        # namespace (None: all) -> [change token, read at, data, last asked for]
+        self.entries: dict[str | None, list[Any]] = {}
+
+    def _read(self, namespace: str | None) -> None:
+        token = self.source.change_token()
+        data = read_jobs(self.source, namespace)
+        now = time.monotonic()
+        entry = self.entries.setdefault(namespace, [None, 0.0, None, now])
+        entry[0], entry[1], entry[2] = token, now, data
+
+    async def get(self, namespace: str | None) -> dict[str, Any]:
+        if namespace not in self.entries:
+            await self.source.call(self._read, namespace)
+        entry = self.entries[namespace]
+        entry[3] = time.monotonic()
+        data: dict[str, Any] = entry[2]
+        return data
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(TOKEN_INTERVAL)
+            for namespace, entry in list(self.entries.items()):
+                now = time.monotonic()
+                if now - entry[3] > self.IDLE:
+                    del self.entries[namespace]
+                    continue
+                token = await self.source.call(self.source.change_token)
+                if token is None:  # no cheap way to know: read again at the polling interval
+                    stale = now - entry[1] >= LIST_INTERVAL
+                else:
+                    stale = token != entry[0] or now - entry[1] > self.MAX_AGE
+                if stale:
+                    await self.source.call(self._read, namespace)
+
+
 def read_job(source: Source, namespace: str, name: str) -> dict[str, Any]:
     """One job's page; a part the reader may not read (pods, events) says so instead of failing."""
     backend = source.backend
@@ -177,21 +228,17 @@ def _filters(request: web.Request) -> tuple[str | None, str | None, Any]:
 
 
 async def api_jobs(request: web.Request) -> web.StreamResponse:
-    source = request.app[SOURCE]
     namespace, kind, selector = _filters(request)
-    data = await source.call(read_jobs, source, namespace)
-    data["jobs"] = select_rows(data["jobs"], kind, selector)
-    return web.json_response(data)
+    data = await request.app[CACHE].get(namespace)
+    return web.json_response({**data, "jobs": select_rows(data["jobs"], kind, selector)})
 
 
 async def stream_jobs(request: web.Request) -> web.StreamResponse:
-    source = request.app[SOURCE]
     namespace, kind, selector = _filters(request)
 
     async def produce() -> tuple[str, Any]:
-        data = await source.call(read_jobs, source, namespace)
-        data["jobs"] = select_rows(data["jobs"], kind, selector)
-        return "jobs", data
+        data = await request.app[CACHE].get(namespace)
+        return "jobs", {**data, "jobs": select_rows(data["jobs"], kind, selector)}
 
     return await _sse_loop(request, produce, LIST_INTERVAL)
 
@@ -256,8 +303,10 @@ class _LogPump:
     def batch(self) -> list[Any]:
         """Blocks for the first item, then takes what else is there (up to a batch)."""
         out = [self.q.get()]
+        size = 0
         with contextlib.suppress(queue.Empty):
-            while len(out) < LOG_BATCH_LINES and out[-1] is not self.END:
+            while len(out) < LOG_BATCH_LINES and size < LOG_BATCH_BYTES and hasattr(out[-1], "text"):
+                size += len(out[-1].text)
                 out.append(self.q.get_nowait())
         return out
 
@@ -290,8 +339,8 @@ async def stream_logs(request: web.Request) -> web.StreamResponse:
             items = await loop.run_in_executor(None, pump.batch)
             done = items[-1] is _LogPump.END or isinstance(items[-1], BackendError)
             rows = [[ln.replica, ln.container, render_line(ln.text)] for ln in items if hasattr(ln, "text")]
-            if rows:
-                await response.write(b"event: lines\ndata: " + json.dumps(rows).encode() + b"\n\n")
+            if rows:  # msgspec: a gigabyte of log is JSON-encoded 5x faster than with json
+                await response.write(b"event: lines\ndata: " + _ENCODE(rows) + b"\n\n")
             if isinstance(items[-1], BackendError):
                 await response.write(
                     b"event: failed\ndata: " + json.dumps(_error(items[-1])).encode() + b"\n\n"
@@ -358,6 +407,8 @@ async def act(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": str(exc)}, status=404)
     except BackendError as exc:  # the cluster refused (RBAC): said as it is, not as a crash
         return web.json_response({"error": _error(exc)}, status=409)
+    finally:
+        source.writes += 1  # the next list is read afresh
     return web.json_response({"ok": True, "action": action})
 
 
@@ -390,10 +441,24 @@ async def static(request: web.Request) -> web.StreamResponse:
     return web.Response(body=_static(name), content_type=STATIC_TYPES[suffix])
 
 
+CACHE = web.AppKey("cache", ListCache)
+STATE = web.AppKey("state", SessionState)
+
+
 def build_app(source: Source, state: SessionState) -> web.Application:
     app = web.Application(middlewares=[guard])
     app[SOURCE] = source
     app[STATE] = state
+    app[CACHE] = ListCache(source)
+
+    async def refresher(app: web.Application) -> Any:
+        task = asyncio.create_task(app[CACHE].run())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    app.cleanup_ctx.append(refresher)
     r = app.router
     r.add_get("/", page)
     r.add_get("/jobs/{namespace}/{name}", page)

@@ -27,11 +27,22 @@ class Source:
     def __init__(self, backend: JobClient) -> None:
         self.backend = backend
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainop-ui-backend")
+        self.writes = 0  # actions taken through this source (they change jobs without a data_version)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` on the backend's worker thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._worker, lambda: fn(*args, **kwargs))
+
+    def change_token(self) -> object | None:
+        """Something that differs whenever a job may have changed, or None where there is no cheap way
+        to know (a cluster: every read goes to the API server). This machine: SQLite's data_version
+        (another process committed) and this process's own writes."""
+        from trainop.backends.local.api import LocalBackend
+
+        if not isinstance(self.backend, LocalBackend):
+            return None
+        return (self.backend.store.conn.execute("PRAGMA data_version").fetchone()[0], self.writes)
 
     def where(self) -> str:
         return self.backend.where()

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trainop.api.constants import ANNOTATION_TRAINER_STATUS, LABEL_KUEUE_QUEUE
-from trainop.cli.format import format_replicas
+from trainop.cli.format import compute_replica_counts, format_replicas
 from trainop.cli.listing import compute_display_state
 from trainop.cli.live import build_replica_views
 from trainop.cli.selectors import Requirement, matches
@@ -30,18 +30,6 @@ NOT_PLOTTED = frozenset({"totalEpochs", "totalSteps", *X_METRICS})
 def _created(job: TrainingJob) -> float | None:
     ts = job.metadata.creation_timestamp
     return ts.timestamp() if ts else None
-
-
-def _ready_total(job: TrainingJob) -> tuple[int, int]:
-    from trainop.api.defaults import apply_defaults
-
-    statuses = (job.status.replica_statuses if job.status else None) or {}
-    ready = total = 0
-    for rtype, spec in apply_defaults(job).replica_specs.items():
-        st = statuses.get(rtype)
-        ready += ((st.active or 0) + (st.succeeded or 0)) if st else 0
-        total += spec.replicas or 0
-    return ready, total
 
 
 def _reason(job: TrainingJob) -> str:
@@ -71,7 +59,7 @@ def count_restarts(pods: Sequence[Mapping[str, Any]]) -> int:
 
 def build_job_row(job: TrainingJob, pods: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
     """One row of the job list; ``pods`` None when they could not be read (restarts unknown)."""
-    ready, total = _ready_total(job)
+    counts = compute_replica_counts(job)
     return {
         "namespace": job.namespace,
         "name": job.name,
@@ -79,9 +67,9 @@ def build_job_row(job: TrainingJob, pods: Sequence[Mapping[str, Any]] | None) ->
         "state": compute_display_state(job),
         "reason": _reason(job),
         "created": _created(job),
-        "ready": ready,
-        "total": total,
-        "replicas": format_replicas(job),
+        "ready": sum(c[1] for c in counts),
+        "total": sum(c[2] for c in counts),
+        "replicas": format_replicas(job, counts),
         "restarts": None if pods is None else count_restarts(pods),
         "queue": detect_queue(job),
         "labels": dict(job.metadata.labels or {}),

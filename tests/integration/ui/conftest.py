@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from trainop.testing.browser import UiServer, chromium, find_chromium, start_ui
+from trainop.testing.browser import UiServer, chromium_or_fail, start_ui
 
 
 def _kill_with_home(prefix: str) -> None:
@@ -30,11 +30,7 @@ def _kill_with_home(prefix: str) -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        find_chromium()
-    except RuntimeError as exc:
-        pytest.fail(str(exc))  # never a silent skip: the message is the install command
-    with chromium() as driver:
+    with chromium_or_fail() as driver:  # never a silent skip: a missing browser fails with its install
         yield driver
 
 

@@ -5,7 +5,6 @@ token, and job text that stays text."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,7 +14,17 @@ import pytest
 import yaml
 from selenium.webdriver.common.by import By
 
-from trainop.testing.browser import UiServer, screenshot, text_of, texts_of, wait_until
+from trainop.testing.browser import (
+    UiServer,
+    open_page,
+    replica_cell,
+    run_trainop,
+    screenshot,
+    text_of,
+    texts_of,
+    wait_until,
+)
+from trainop.testing.browser import job_cell as cell
 
 pytestmark = pytest.mark.integration
 
@@ -48,46 +57,12 @@ def job(
     }
 
 
-def trainop(env: dict[str, str], *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "trainop.cli.main", *args],
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+def trainop(env: dict[str, str], *args: str) -> str:
+    return run_trainop(env, *args)
 
 
-def submit(env: dict[str, str], manifest: dict[str, Any], cwd: Path | None = None) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "trainop.cli.main", "submit", "-"],
-        env=env,
-        input=yaml.safe_dump(manifest),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        cwd=cwd,
-    )
-
-
-def open_page(browser: Any, ui: UiServer, path: str = "/") -> None:
-    """The first visit trades the printed URL's token for the session cookie."""
-    if not browser.get_cookies() or not browser.current_url.startswith(ui.base):
-        browser.get(ui.url)
-    browser.get(ui.base + path)
-    browser.execute_script("window.__notReloaded = true")
-
-
-def cell(browser: Any, job_key: str, col: str) -> str:
-    return text_of(browser, f'tr[data-job="{job_key}"] td[data-col="{col}"]')
-
-
-def replica_cell(browser: Any, replica: str, col: str) -> str:
-    return text_of(browser, f'#replicas tr[data-replica="{replica}"] td[data-col="{col}"]')
+def submit(env: dict[str, str], manifest: dict[str, Any]) -> None:
+    run_trainop(env, "submit", "-", stdin=yaml.safe_dump(manifest))
 
 
 def test_the_list_updates_without_reload_when_a_job_starts_and_ends(
@@ -221,15 +196,7 @@ def test_the_ddp_demo_plots_one_loss_point_per_epoch_per_rank(
         c["command"] = [sys.executable, "train.py"]
         c["workingDir"] = str(EXAMPLE)
         c["env"] = [{"name": "EPOCHS", "value": "4"}]
-    subprocess.run(
-        [sys.executable, "-m", "trainop.cli.main", "run", "-"],
-        env=ui_env,
-        input=yaml.safe_dump(manifest),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
+    run_trainop(ui_env, "run", "-", stdin=yaml.safe_dump(manifest), timeout=600)
     open_page(browser, ui, "/jobs/default/ddp-loss#progress")
     browser.find_element(By.ID, "tab-progress").click()
     box = wait_until(lambda: browser.find_element(By.ID, "chart-loss"), "the loss chart")
