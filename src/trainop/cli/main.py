@@ -548,6 +548,32 @@ def run(
     raise typer.Exit(code)
 
 
+@app.command()
+def convert(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="A kubeflow.org/v1 job manifest (- for stdin).")
+    ],
+) -> None:
+    """Print a PyTorchJob, MPIJob, JAXJob or XGBoostJob as a Kubeflow Trainer v2 TrainJob on the
+    matching runtime (torch-, deepspeed-, jax-, xgboost-distributed); what has no TrainJob field is
+    listed on stderr. TFJob and PaddleJob have no v2 runtime. docs/v1-to-v2.md has the mapping."""
+    from trainop.api.errors import InvalidJobError
+    from trainop.cli.trainjob_cmd import convert_file
+    from trainop.core.convert import NoTrainJobEquivalentError
+
+    docs = _read_manifests(Path(file))
+    try:
+        jobs, notes = convert_file(docs)
+    except InvalidJobError as exc:
+        _invalid(exc)
+    except NoTrainJobEquivalentError as exc:
+        _fail(str(exc), EXIT_INVALID)
+    err = _console(stderr=True)
+    for note in notes:
+        err.print(f"[yellow]note:[/] {_escape(note)}")
+    _dump(jobs if len(jobs) > 1 else jobs[0], "yaml")
+
+
 def _run_trainjob_file(
     args: list[str] | None, namespace: str | None, dry_run: bool, backend: str | None
 ) -> None:

@@ -27,3 +27,23 @@ def run_trainjob(docs: list[dict[str, Any]], base_dir: Path, *, namespace: str |
         sys.stdout.write(yaml.safe_dump_all(render_trainjob(docs), sort_keys=False))
         return 0
     return run_trainjob_file(docs, base_dir, sys.stdout, namespace=namespace)
+
+
+def convert_file(docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each kubeflow.org/v1 job of ``docs`` as a TrainJob, and the notes (prefixed by the job's name
+    when there are several). Raises InvalidJobError or NoTrainJobEquivalentError."""
+    from trainop.api.load import parse_job
+    from trainop.core.convert import NoTrainJobEquivalentError, build_trainjob
+    from trainop.frameworks.registry import REGISTRY
+
+    out: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for doc in docs:
+        if is_trainer_object(doc):
+            raise NoTrainJobEquivalentError(f"{doc.get('kind')} is already a trainer.kubeflow.org object")
+        job = parse_job(doc)
+        conversion = build_trainjob(job, REGISTRY.get(job.kind))
+        out.append(conversion.trainjob)
+        prefix = f"{job.kind}/{job.name}: " if len(docs) > 1 else ""
+        notes += [prefix + n for n in conversion.notes]
+    return out, notes

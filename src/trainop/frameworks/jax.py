@@ -24,6 +24,7 @@ from trainop.api.constants import (
     TRAINER_PORT,
 )
 from trainop.api.errors import FieldError
+from trainop.core.convert import ConvertedTrainer
 from trainop.core.topology import Topology
 from trainop.core.trainjob import PolicyContext, field_ref_env, upsert_env, upsert_port
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
@@ -71,6 +72,21 @@ class JAXPlugin(BasePlugin):
         self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
     ) -> dict[str, str]:
         return {}
+
+    def convert_to_trainjob(self, job: TrainingJob) -> ConvertedTrainer:
+        """jax-distributed: one process per Worker pod."""
+        return ConvertedTrainer(
+            runtime="jax-distributed",
+            template_type=WORKER,
+            container=self.info.default_container,
+            num_nodes=total_replicas(job),
+            num_proc_per_node=None,
+            notes=(
+                "env: the JAX policy sets JAX_COORDINATOR_ADDRESS (host:port), JAX_NUM_PROCESSES and "
+                "JAX_PROCESS_ID, which jax.distributed.initialize() reads; a script that reads the JAXJob's "
+                "COORDINATOR_ADDRESS, COORDINATOR_PORT, NUM_PROCESSES or PROCESS_ID must read those instead",
+            ),
+        )
 
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]

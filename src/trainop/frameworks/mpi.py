@@ -47,6 +47,7 @@ from trainop.api.constants import (
 )
 from trainop.api.errors import FieldError, invalid
 from trainop.api.kinds import MPIJobSpec
+from trainop.core.convert import ConvertedTrainer
 from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
 from trainop.core.topology import Topology, replica_name
@@ -450,6 +451,26 @@ class MPIPlugin(BasePlugin):
         return build_mpi_tmpdir(pod, env, listed)
 
     # -- status --
+    def convert_to_trainjob(self, job: TrainingJob) -> ConvertedTrainer:
+        """deepspeed-distributed: the Launcher's template and command become the trainer's; the
+        launcher also counts as a node there (runLauncherAsNode), so numNodes is Workers + 1."""
+        workers = job.replica_specs.get(WORKER)
+        count = workers.replicas if workers is not None and workers.replicas is not None else 0
+        return ConvertedTrainer(
+            runtime="deepspeed-distributed",
+            template_type=LAUNCHER,
+            container=_spec(job).main_container or self.info.default_container,
+            num_nodes=count + 1,
+            num_proc_per_node=slots_per_worker(job),
+            notes=(
+                "Worker: its template is not carried over; the runtime's node pods run sshd from the "
+                "deepspeed-runtime image, and mpirun reaches them over SSH (the MPIJob's kubectl exec agent "
+                "is gone)",
+                "the launcher is also a node (runLauncherAsNode), so the hostfile lists it with the workers",
+            ),
+            dropped_types=(WORKER,),
+        )
+
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
     ) -> list[ConditionUpdate]:

@@ -39,6 +39,7 @@ from trainop.api.constants import (
 )
 from trainop.api.errors import FieldError
 from trainop.api.kinds import ElasticPolicy, PyTorchJobSpec
+from trainop.core.convert import ConvertedTrainer
 from trainop.core.naming import build_owner_reference
 from trainop.core.topology import Topology
 from trainop.core.trainjob import (
@@ -230,6 +231,33 @@ class PyTorchPlugin(BasePlugin):
         self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
     ) -> dict[str, str]:
         return build_rdzv_host_conf(pod, env, pod_ip)
+
+    def convert_to_trainjob(self, job: TrainingJob) -> ConvertedTrainer:
+        """torch-distributed: every pod a node (Master first), ``nprocPerNode`` processes each, the
+        command under torchrun (which reads the PET_* variables)."""
+        spec = _spec(job)
+        notes = []
+        nproc: int | None = nproc_per_node_int(spec)
+        if spec.nproc_per_node is not None and not spec.nproc_per_node.isdigit():
+            notes.append(
+                f"nprocPerNode {spec.nproc_per_node!r}: numProcPerNode takes a number; unset, the torch "
+                "policy counts the GPUs (or CPUs) of resourcesPerNode"
+            )
+            nproc = None
+        if spec.elastic_policy is not None:
+            notes.append(
+                "elasticPolicy: Trainer v2 has no elastic TrainJob (removed in v2.2.0); nodes are fixed"
+            )
+        return ConvertedTrainer(
+            runtime="torch-distributed",
+            template_type=MASTER if MASTER in job.replica_specs else WORKER,
+            container=self.info.default_container,
+            num_nodes=total_replicas(job),
+            num_proc_per_node=nproc,
+            command_prefix=("torchrun", "--no-python"),
+            keeps_command_when=("torchrun",),
+            notes=tuple(notes),
+        )
 
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]

@@ -31,6 +31,7 @@ from trainop.api.constants import (
     XGBOOST_RESERVED_ENV,
 )
 from trainop.api.errors import FieldError, forbidden
+from trainop.core.convert import ConvertedTrainer
 from trainop.core.topology import Topology
 from trainop.core.trainjob import PolicyContext, field_ref_env, upsert_env, upsert_port
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
@@ -80,6 +81,21 @@ class XGBoostPlugin(BasePlugin):
                 env_var(ENV_WORKER_ADDRS, addrs),
             ]
         return env
+
+    def convert_to_trainjob(self, job: TrainingJob) -> ConvertedTrainer:
+        """xgboost-distributed: every pod a node (Master first), node 0 hosts the tracker."""
+        return ConvertedTrainer(
+            runtime="xgboost-distributed",
+            template_type=MASTER,
+            container=self.info.default_container,
+            num_nodes=total_replicas(job),
+            num_proc_per_node=None,
+            notes=(
+                "env: the XGBoost policy sets DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID and "
+                "DMLC_NUM_WORKER; a script that reads the XGBoostJob's MASTER_ADDR, MASTER_PORT, RANK, "
+                "WORLD_SIZE or WORKER_ADDRS must read those instead",
+            ),
+        )
 
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,22 @@ def test_ddp_demo_under_a_trainjob_trains_2_nodes_x_2_procs(home: Path) -> None:
     accuracy = float(re.findall(r"final test accuracy: ([0-9.]+)", result.stdout)[-1])
     assert accuracy >= 0.85, result.stdout
     assert result.stdout.rstrip().endswith("TrainJob ddp-digits-v2 Complete")
+
+
+def test_converted_ddp_demo_trains_to_the_same_accuracy(home: Path, tmp_path: Path) -> None:
+    """trainop convert of the DDP demo's PyTorchJob (Master + 2 Workers) gives a TrainJob of 3 nodes
+    that trains to the same accuracy: the same world size, seeds and data."""
+    env = {**os.environ, "EPOCHS": "6"}
+    converted = _run_with_env(["convert", str(DDP_DIR / "pytorchjob.yaml")], env, cwd=tmp_path)
+    assert converted.returncode == 0, converted.stderr
+    (tmp_path / "trainjob.yaml").write_text(converted.stdout)
+    shutil.copy(DDP_DIR / "train.py", tmp_path / "train.py")
+    v2 = _run_with_env(["run", str(tmp_path / "trainjob.yaml")], env, cwd=tmp_path)
+    v1 = _run_with_env(["run", str(DDP_DIR / "pytorchjob.yaml")], env, cwd=DDP_DIR)
+    assert (v1.returncode, v2.returncode) == (0, 0), v1.stdout + v1.stderr + v2.stdout + v2.stderr
+    assert "[ddp-digits-node-0-0] world size 3:" in v2.stdout
+    accuracy = [re.findall(r"final test accuracy: ([0-9.]+)", r.stdout)[-1] for r in (v1, v2)]
+    assert accuracy[0] == accuracy[1], (v1.stdout, v2.stdout)
 
 
 def test_initializers_run_first_and_share_the_claim(home: Path, tmp_path: Path) -> None:
