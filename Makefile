@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help venv dev demo test lint typecheck unit integration e2e crds bench bench-core bench-local bench-k8s testenv testenv-up clean
+.PHONY: help venv dev demo test lint typecheck unit fuzz integration e2e crds bench bench-core bench-local bench-k8s testenv testenv-up clean
 
 help:
 	@echo "make demo        run the PyTorch DDP demo on the local backend"
@@ -46,7 +46,11 @@ crds: $(STAMP)-dev
 	$(MAKE) --no-print-directory chart-files
 
 unit: $(STAMP)-dev
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -m "not fuzz" tests/unit
+
+# the manifest fuzzer at 10,000 inputs, printing its counts (tests/unit/api/test_fuzz.py)
+fuzz: $(STAMP)-dev
+	$(BIN)/python tests/unit/api/test_fuzz.py --inputs 10000
 
 demo: $(STAMP)-extra-torch
 	$(BIN)/trainop run examples/pytorch/ddp-digits/pytorchjob.yaml

@@ -31,13 +31,14 @@ def test_committed_crds_are_current(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("seed", ["1", "2", "3", "4"], ids=lambda s: f"hash seed {s}")
+@pytest.mark.parametrize("seed", ["1", "4"], ids=lambda s: f"hash seed {s}")
 def test_generation_is_deterministic(seed: str) -> None:
     """Set and dict iteration order depend on the interpreter's hash seed: a generator that leaks it
     writes different files in another process, so compare against a fresh interpreter's output. Two
-    seeds order a two-element set alike half the time; of these four, 1 and 4 order the conditions'
-    required pair ("status", "type") differently (CPython 3.11), so a leak of that order fails whatever
-    this process's seed (with seeds 1 and 2 only, it passed in a process run with PYTHONHASHSEED=1)."""
+    seeds order a two-element set alike half the time; 1 and 4 order the conditions' required pair
+    ("status", "type") differently (CPython 3.11), so a leak of that order fails whatever this
+    process's seed (with seeds 1 and 2 only, it passed in a process run with PYTHONHASHSEED=1). Seeds
+    2 and 3 added nothing to that and cost 5 s of the unit tier (issue 22)."""
     script = (
         "import json, sys; from trainop.api.crds import build_files; json.dump(build_files(), sys.stdout)"
     )

@@ -9,7 +9,8 @@ process: ``load_documents`` on the file's bytes, ``validate_for_apply``, and the
 errors may come out, every rejection names a field path (or, for a problem with the whole file, is a
 ``ManifestError`` saying where and what to change), and no input takes over 10 s.
 
-``make test`` runs a seeded 300; ``make fuzz`` runs 10,000 and prints the counts:
+``make unit`` runs a seeded smoke of 25; ``make test`` also the seeded 300 (marker ``fuzz``);
+``make fuzz`` runs 10,000 and prints the counts:
     .venv/bin/python tests/unit/api/test_fuzz.py --inputs 10000 [--seed N]
 """
 
@@ -46,7 +47,8 @@ REPO = Path(__file__).resolve().parents[3]
 # they are counted apart (``known``) and printed. Keep this table empty; every entry is a bug.
 KNOWN_FAULTS: dict[str, Callable[[BaseException | None, str], bool]] = {}
 SLOW_SECONDS = 10.0
-SUITE_INPUTS = 300
+SUITE_INPUTS = 300  # marked fuzz: make test runs it, make unit leaves it out (its CPU is most of the tier's)
+SMOKE_INPUTS = 25  # in every unit run
 SUITE_SEED = 20261125
 
 
@@ -427,16 +429,19 @@ def run(seed: int, n: int, *, log: Callable[[str], None] | None = None) -> Repor
     return report
 
 
-@pytest.fixture(scope="module")
-def suite_report() -> Report:
-    return run(SUITE_SEED, SUITE_INPUTS)
-
-
-def test_fuzz_manifests(suite_report: Report) -> None:
-    print(suite_report.counts())
-    assert suite_report.uncaught == []
-    assert suite_report.no_path == []
-    assert suite_report.slow == []  # measured per input; far from the limit at this size
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        pytest.param(SMOKE_INPUTS, id="smoke"),
+        pytest.param(SUITE_INPUTS, id="suite", marks=pytest.mark.fuzz),
+    ],
+)
+def test_fuzz_manifests(inputs: int) -> None:
+    report = run(SUITE_SEED, inputs)
+    print(report.counts())
+    assert report.uncaught == []
+    assert report.no_path == []
+    assert report.slow == []  # measured per input; far from the limit at this size
 
 
 def main(argv: list[str]) -> int:
