@@ -16,6 +16,7 @@ from typing import Any
 
 from trainop.sdk import constants
 from trainop.sdk.funcjob import build_env, build_resources
+from trainop.sdk.utils import SetEncoder  # upstream's: a set → a list, a class → its name
 
 # Upstream's trainer arguments point into the volume the storage initializer filled.
 VOLUME_PATH_MODEL = constants.INIT_CONTAINER_MOUNT_PATH + "/model"
@@ -92,17 +93,6 @@ class S3DatasetParams:
     def __post_init__(self) -> None:
         if self.bucket_name is None or self.endpoint_url is None or self.file_key is None:
             raise ValueError("bucket_name or endpoint_url or file_key is None")
-
-
-class SetEncoder(json.JSONEncoder):
-    """Upstream's encoder for these arguments: a set → a list, a class → its name."""
-
-    def default(self, o: Any) -> Any:
-        if isinstance(o, set):
-            return list(o)
-        if isinstance(o, type):
-            return o.__name__
-        return json.JSONEncoder.default(self, o)
 
 
 def detect_providers(model: Any, dataset: Any) -> tuple[str, str]:
