@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -743,48 +744,22 @@ def _watch(
     output is written counts as a hang-up: nobody can watch the job any more."""
     from rich.live import Live
 
-    from trainop.backends.base import NotFoundError, is_finished
+    from trainop.backends.base import is_finished
     from trainop.cli.watch import RunView
 
     console = _console()
-    name, ns = job.name, job.namespace
-    last = job
+    run = _Followed(job)
     live: Live | None = None
-    view: RunView | None = None
-    gone = lost_output = False
     try:
         if announce:
             typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")  # a generated name: which one
-        view = RunView(backend.feed(job), job, console, stream_logs=stream_logs)
+        run.view = RunView(backend.feed(job), job, console, stream_logs=stream_logs)
         live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
-        if live is not None:
-            live.start()
-            shown = live
-            view.before_print = lambda: shown.update(view.renderable(last), refresh=True)
-        finish_deadline: float | None = None
-        while signals.received is None:
-            view.poll(last)
-            try:
-                last = backend.get(name, ns)
-            except NotFoundError:
-                gone = True  # deleted under us (elsewhere, or its TTL): say so
-                break
-            if live is not None:
-                live.update(view.renderable(last))
-            else:
-                view.print_status_if_changed(last)
-            if is_finished(last):
-                # Let the last lines land: until the job's replicas ended (at most 2 s more).
-                finish_deadline = finish_deadline or time.monotonic() + 2.0
-                if view.settled() or time.monotonic() >= finish_deadline:
-                    if stream_logs:
-                        view.emit(view.feed.poll_lines())
-                    break
-            time.sleep(0.2)
+        _follow(backend, run, run.view, live, signals, stream_logs)
     except OSError as exc:
         if exc.errno not in (errno.EIO, errno.EPIPE):
             raise
-        lost_output = True
+        run.lost_output = True
     except Exception:
         if signals.received is None:
             raise
@@ -794,20 +769,69 @@ def _watch(
             if live is not None:
                 live.stop()
         except OSError:
-            lost_output = True
-    if lost_output:
+            run.lost_output = True
+    if run.lost_output:
         _silence_output()
+    last, view = run.last, run.view
     try:  # (the view stays open for what the replicas print while they are being stopped)
-        if not gone and not is_finished(last) and (signals.received is not None or lost_output):
+        if not run.gone and not is_finished(last) and (signals.received is not None or run.lost_output):
             return _interrupted(backend, last, signals, view)
         if view is not None:
-            for line in view.gone(last) if gone else view.ending(last):
+            for line in view.gone(last) if run.gone else view.ending(last):
                 console.print(line)
     except OSError:
         _silence_output()
     finally:
         if view is not None:
             view.close()
+    return _run_exit_code(last, run.gone)
+
+
+@dataclass
+class _Followed:
+    """What following a job has seen: the job as last read, whether it was deleted under us, whether
+    the terminal went away, and the view printing it."""
+
+    last: TrainingJob
+    gone: bool = False
+    lost_output: bool = False
+    view: RunView | None = None
+
+
+def _follow(
+    backend: JobClient, run: _Followed, view: RunView, live: Any, signals: StopSignals, stream_logs: bool
+) -> None:
+    """Poll the job and its output until it has finished (and its last lines landed), it is gone, or a
+    stop signal came."""
+    from trainop.backends.base import NotFoundError, is_finished
+
+    if live is not None:
+        live.start()
+        view.before_print = lambda: live.update(view.renderable(run.last), refresh=True)
+    finish_deadline: float | None = None
+    while signals.received is None:
+        view.poll(run.last)
+        try:
+            run.last = backend.get(run.last.name, run.last.namespace)
+        except NotFoundError:
+            run.gone = True  # deleted under us (elsewhere, or its TTL): say so
+            return
+        if live is not None:
+            live.update(view.renderable(run.last))
+        else:
+            view.print_status_if_changed(run.last)
+        if is_finished(run.last):
+            # Let the last lines land: until the job's replicas ended (at most 2 s more).
+            finish_deadline = finish_deadline or time.monotonic() + 2.0
+            if view.settled() or time.monotonic() >= finish_deadline:
+                if stream_logs:
+                    view.emit(view.feed.poll_lines())
+                return
+        time.sleep(0.2)
+
+
+def _run_exit_code(last: TrainingJob, gone: bool) -> int:
+    """0 when the job Succeeded; 1 when it Failed, or was deleted before it finished."""
     from trainop.cli.live import compute_state
 
     state = compute_state(last)

@@ -7,10 +7,18 @@ Pure: no I/O. Plugins add their env vars and files through ``customize_pod``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trainop.api.common import ReplicaSpec, TrainingJob
-from trainop.api.constants import EXIT_CODE_UNSET, LABEL_REPLICA_INDEX, RESTART_EXIT_CODE, RESTART_NEVER
+from trainop.api.constants import (
+    EXIT_CODE_UNSET,
+    LABEL_JOB_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    RESTART_EXIT_CODE,
+    RESTART_NEVER,
+)
 from trainop.api.kinds import KindInfo
 from trainop.core.naming import build_owner_reference, build_replica_labels
 
@@ -22,8 +30,8 @@ PHASE_FAILED = "Failed"
 _EMPTY: dict[str, Any] = {}
 
 
-def detect_phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or _EMPTY).get("phase") or "")
+def detect_phase(pod: Mapping[str, Any] | None) -> str:
+    return str(((pod or _EMPTY).get("status") or _EMPTY).get("phase") or "")
 
 
 def detect_deleting(obj: dict[str, Any]) -> bool:
@@ -52,19 +60,31 @@ def detect_uid(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or _EMPTY).get("uid") or "")
 
 
-def detect_label(obj: dict[str, Any], key: str) -> str | None:
+def detect_label(obj: Mapping[str, Any], key: str) -> str | None:
     labels = (obj.get("metadata") or _EMPTY).get("labels") or _EMPTY
     value = labels.get(key)
     return value if isinstance(value, str) else None
 
 
-def detect_index(obj: dict[str, Any]) -> int | None:
+def detect_index(obj: Mapping[str, Any]) -> int | None:
     """The replica-index label as an int; None when absent or not a non-negative integer
     (upstream logs such pods and leaves them alone)."""
     raw = detect_label(obj, LABEL_REPLICA_INDEX)
     if raw is None or not raw.isdigit():
         return None
     return int(raw)
+
+
+def detect_replica_pods(
+    pods: Iterable[Mapping[str, Any]], job_name: str, rtype: str
+) -> list[Mapping[str, Any]]:
+    """The job's pods of replica type ``rtype`` (by the labels the core puts on them, §3.1)."""
+    rt = rtype.lower()
+    return [
+        p
+        for p in pods
+        if detect_label(p, LABEL_REPLICA_TYPE) == rt and detect_label(p, LABEL_JOB_NAME) == job_name
+    ]
 
 
 def detect_exit_code(pod: dict[str, Any], container: str) -> int:

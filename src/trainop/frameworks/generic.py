@@ -8,7 +8,7 @@ Pure: no I/O, no clock, no Kubernetes client; inputs are never mutated.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from trainop.api.common import ReplicaSpec, TrainingJob
@@ -18,9 +18,6 @@ from trainop.api.constants import (
     COND_RUNNING,
     COND_SUCCEEDED,
     ENV_PYTHONUNBUFFERED,
-    LABEL_JOB_NAME,
-    LABEL_REPLICA_INDEX,
-    LABEL_REPLICA_TYPE,
     RESTART_NEVER,
 )
 from trainop.api.defaults import container_port
@@ -79,33 +76,6 @@ def pod_default_exit_code(pod: Mapping[str, Any], container_name: str) -> int | 
         term = (cs.get("state") or {}).get("terminated")
         if isinstance(term, dict) and isinstance(term.get("exitCode"), int):
             return int(term["exitCode"])
-    return None
-
-
-def pods_of(pods: Iterable[Mapping[str, Any]], job: TrainingJob, rtype: str) -> list[Mapping[str, Any]]:
-    """The job's pods of replica type ``rtype`` (by the labels core puts on them, §3.1)."""
-    rt = rtype.lower()
-    out = []
-    for p in pods:
-        labels = (p.get("metadata") or {}).get("labels") or {}
-        if labels.get(LABEL_REPLICA_TYPE) == rt and labels.get(LABEL_JOB_NAME) == job.name:
-            out.append(p)
-    return out
-
-
-def pod_index(pod: Mapping[str, Any]) -> int | None:
-    raw = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_REPLICA_INDEX)
-    try:
-        return int(raw) if raw is not None else None
-    except ValueError:
-        return None
-
-
-def existing_condition(job: TrainingJob, ctype: str) -> tuple[str, str] | None:
-    """(reason, message) of the job's current condition of type ``ctype``, if any (any status)."""
-    for cond in (job.status.conditions if job.status else None) or ():
-        if cond.type == ctype:
-            return cond.reason or "", cond.message or ""
     return None
 
 

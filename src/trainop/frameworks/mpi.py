@@ -50,6 +50,7 @@ from trainop.api.kinds import MPIJobSpec
 from trainop.core.convert import ConvertedTrainer
 from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
+from trainop.core.pods import detect_index, detect_phase, detect_replica_pods
 from trainop.core.topology import Topology, replica_name
 from trainop.core.trainjob import (
     PolicyContext,
@@ -63,9 +64,7 @@ from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
     failed_update,
-    pod_index,
     pod_spec_for_write,
-    pods_of,
     replicas_of,
     restarting_update,
     running_update,
@@ -170,7 +169,7 @@ def build_discover_hosts(job: TrainingJob, pods: list[dict[str, Any]]) -> str:
     slots = slots_per_worker(job)
     running = sorted(
         str((p.get("metadata") or {}).get("name", ""))
-        for p in pods_of(pods, job, WORKER)
+        for p in detect_replica_pods(pods, job.name, WORKER)
         if (p.get("status") or {}).get("phase") == "Running"
     )
     hosts = ([launcher_name(job)] if is_gpu_launcher(job) else []) + running
@@ -243,10 +242,6 @@ def build_role_binding(job: TrainingJob) -> dict[str, Any]:
 
 def _find_pod(pods: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
     return next((p for p in pods if (p.get("metadata") or {}).get("name") == name), None)
-
-
-def _phase(pod: Mapping[str, Any] | None) -> str:
-    return str(((pod or {}).get("status") or {}).get("phase") or "")
 
 
 class MPIPlugin(BasePlugin):
@@ -409,7 +404,7 @@ class MPIPlugin(BasePlugin):
         order upstream ensures them; [] once the launcher has finished (upstream stops touching them
         then). Objects to create or update, never a request to delete anything missing."""
         launcher = _find_pod(pods, launcher_name(job))
-        if _phase(launcher) in ("Succeeded", "Failed"):
+        if detect_phase(launcher) in ("Succeeded", "Failed"):
             return []
         return [
             build_service_account(job),
@@ -498,7 +493,7 @@ class MPIPlugin(BasePlugin):
         out: list[ConditionUpdate] = []
         ref = f"{job.namespace}/{job.name}"
         launcher = _find_pod(pods, launcher_name(job))
-        phase = _phase(launcher)
+        phase = detect_phase(launcher)
         if phase == "Succeeded":
             out.append(_event_only("Normal", "mpijobsSucceeded", f"MPIJob {ref} successfully completed."))
         elif phase == "Failed":
@@ -508,16 +503,16 @@ class MPIPlugin(BasePlugin):
         # Upstream looks at workers only while the launcher is unfinished: indices 0..replicas-1, a
         # missing pod counting as not running.
         n = 0 if done else replicas_of(job, WORKER, default=0)
-        workers = {pod_index(p): p for p in pods_of(pods, job, WORKER)}
+        workers = {detect_index(p): p for p in detect_replica_pods(pods, job.name, WORKER)}
         in_range = [workers.get(i) for i in range(n)]
         evicted = sum(
             1
             for p in in_range
-            if _phase(p) == "Failed" and ((p or {}).get("status") or {}).get("reason") == "Evicted"
+            if detect_phase(p) == "Failed" and ((p or {}).get("status") or {}).get("reason") == "Evicted"
         )
         if evicted:
             out.append(_event_only("Warning", "MPIJobEvicted", f"{evicted}/{n} workers are evicted"))
-        if phase == "Running" and all(_phase(p) == "Running" for p in in_range):
+        if phase == "Running" and all(detect_phase(p) == "Running" for p in in_range):
             out.append(_event_only("Normal", "MPIJobRunning", f"MPIJob {ref} is running"))
         return out
 

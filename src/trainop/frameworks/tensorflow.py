@@ -13,18 +13,17 @@ from typing import Any, ClassVar
 from trainop.api.common import TrainingJob
 from trainop.api.constants import COND_RESTARTING, ENV_TF_CONFIG
 from trainop.api.kinds import TFJobSpec
+from trainop.core.pods import detect_index, detect_replica_pods
+from trainop.core.status import detect_condition
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     METRIC_RESTARTED,
     BasePlugin,
     env_var,
-    existing_condition,
     failed_update,
     peer_port,
     pod_default_exit_code,
-    pod_index,
-    pods_of,
     replicas_of,
     running_update,
     succeeded_update,
@@ -112,7 +111,7 @@ class TFPlugin(BasePlugin):
         enableDynamicWorker, and otherwise fails the job ("has failed", ``<ns>/<name>``)."""
         spec = _spec(job)
         out: list[ConditionUpdate] = []
-        restarting = existing_condition(job, COND_RESTARTING)
+        restarting = _reason_and_message(job, COND_RESTARTING)
         chief_or_master = contains_chief_or_master(job)
         worker0_done = self._worker0_completed(job, pods)
         for rtype in self.status_order(job):
@@ -153,9 +152,15 @@ class TFPlugin(BasePlugin):
     def _worker0_completed(self, job: TrainingJob, pods: list[dict[str, Any]]) -> bool:
         """Worker 0's pod (the only one at index 0) is Succeeded and its ``tensorflow`` container
         exited 0."""
-        at0 = [p for p in pods_of(pods, job, WORKER) if pod_index(p) == 0]
+        at0 = [p for p in detect_replica_pods(pods, job.name, WORKER) if detect_index(p) == 0]
         if len(at0) != 1:
             return False
         pod = at0[0]
         phase = (pod.get("status") or {}).get("phase")
         return phase == "Succeeded" and pod_default_exit_code(pod, self.info.default_container) == 0
+
+
+def _reason_and_message(job: TrainingJob, ctype: str) -> tuple[str, str] | None:
+    """(reason, message) of the job's condition of type ``ctype``, whatever its status; None if none."""
+    cond = detect_condition(job.status, ctype) if job.status is not None else None
+    return None if cond is None else (cond.reason or "", cond.message or "")

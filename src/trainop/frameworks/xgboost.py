@@ -32,13 +32,13 @@ from trainop.api.constants import (
 )
 from trainop.api.errors import FieldError, forbidden
 from trainop.core.convert import ConvertedTrainer
+from trainop.core.status import detect_condition
 from trainop.core.topology import Topology
 from trainop.core.trainjob import PolicyContext, field_ref_env, upsert_env, upsert_port
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
-    existing_condition,
     failed_update,
     peer_port,
     python_unbuffered,
@@ -108,7 +108,7 @@ class XGBoostPlugin(BasePlugin):
         counts and every policy but ExitCode fails the job on the first failed pod, even OnFailure and
         Always, whose pods kubelet would have restarted in place."""
         out: list[ConditionUpdate] = []
-        has_running = existing_condition(job, COND_RUNNING) is not None
+        has_running = job.status is not None and detect_condition(job.status, COND_RUNNING) is not None
 
         def ensure_running() -> None:
             # Upstream's helper adds Running only when no Running condition exists at all.

@@ -78,6 +78,26 @@ def detect_attempt(pod: dict[str, Any]) -> int:
     return int(raw) if isinstance(raw, str) and raw.isdigit() else 0
 
 
+def _failed_run(cs: dict[str, Any], failed: bool) -> dict[str, Any] | None:
+    """The container run that shows a failure: its terminated state when the pod failed, else the
+    last run of a container restarted in place; None when it has none."""
+    if failed:
+        term = (cs.get("state") or _EMPTY).get("terminated")
+    elif int(cs.get("restartCount") or 0) > 0:
+        term = (cs.get("lastState") or _EMPTY).get("terminated")
+    else:
+        term = None
+    if not term:
+        return None
+    code = int(term.get("exitCode") or 0)
+    return term if code != 0 or term.get("reason") == "OOMKilled" else None
+
+
+def _add_reason(reasons: list[str], reason: Any) -> None:
+    if isinstance(reason, str) and reason and reason not in reasons:
+        reasons.append(reason)
+
+
 def detect_failure(pod: dict[str, Any], rtype: str) -> Failure | None:
     """The failure ``pod`` shows, if any: phase Failed (its containers' terminated states), or a
     container restarted in place whose last run ended with a non-zero code (``lastState``)."""
@@ -86,35 +106,21 @@ def detect_failure(pod: dict[str, Any], rtype: str) -> Failure | None:
     codes: list[tuple[str, int]] = []
     reasons: list[str] = []
     times: list[datetime] = []
-    pod_reason = status.get("reason")
-    if failed and isinstance(pod_reason, str) and pod_reason:
-        reasons.append(pod_reason)
+    if failed:
+        _add_reason(reasons, status.get("reason"))
     for key in ("initContainerStatuses", "containerStatuses"):
         for cs in status.get(key) or ():
-            state = cs.get("state") or _EMPTY
-            if failed:
-                term = state.get("terminated")
-            elif int(cs.get("restartCount") or 0) > 0:
-                term = (cs.get("lastState") or _EMPTY).get("terminated")
-            else:
-                term = None
-            if not term:
+            term = _failed_run(cs, failed)
+            if term is None:
                 continue
-            code = int(term.get("exitCode") or 0)
-            reason = term.get("reason")
-            if code == 0 and reason != "OOMKilled":
-                continue
-            codes.append((str(cs.get("name") or ""), code))
-            if isinstance(reason, str) and reason and reason not in reasons:
-                reasons.append(reason)
+            codes.append((str(cs.get("name") or ""), int(term.get("exitCode") or 0)))
+            _add_reason(reasons, term.get("reason"))
             finished = _parse_time(term.get("finishedAt"))
             if finished is not None:
                 times.append(finished)
     for cond in status.get("conditions") or ():
         if cond.get("type") == "DisruptionTarget" and cond.get("status") == TRUE:
-            reason = cond.get("reason")
-            if isinstance(reason, str) and reason and reason not in reasons:
-                reasons.append(reason)
+            _add_reason(reasons, cond.get("reason"))
     if not failed and not codes:
         return None
     return Failure(
