@@ -48,6 +48,9 @@ class KindInfo:
     ttl_event_noun: str = "Job"  # TTL deletion's Successful/FailedDelete<noun> (§4.9)
     scheduler_name_reason: str = "SetPodTemplateSchedulerName"  # §5's Warning for a foreign scheduler
     age_column_first: bool = False  # `kubectl get` prints Age before State (§1.1)
+    # Kueue's integration for the kind (its Configuration's integrations.frameworks entry), "" when
+    # Kueue has none: v0.17 integrates five v1 kinds; its MPIJob is mpi-operator's v2beta1 (issue 25).
+    kueue_framework: str = ""
 
     @property
     def singular(self) -> str:
@@ -399,17 +402,17 @@ KIND_INFO: dict[str, KindInfo] = {
     "PyTorchJob": KindInfo(
         "PyTorchJob", "pytorchjobs", "pytorchReplicaSpecs", ("Master", "Worker"), "pytorch",
         "pytorchjob-port", 23456, "OnFailure", "pytorchjob-controller", "pytorch", True,
-        title="PyTorch", ttl_event_noun="Pod",
+        title="PyTorch", kueue_framework="kubeflow.org/pytorchjob", ttl_event_noun="Pod",
     ),
     "TFJob": KindInfo(
         "TFJob", "tfjobs", "tfReplicaSpecs", ("PS", "Worker", "Chief", "Master", "Evaluator"), "tensorflow",
         "tfjob-port", 2222, "Never", "tfjob-controller", "tensorflow", False,
-        title="TensorFlow",
+        title="TensorFlow", kueue_framework="kubeflow.org/tfjob",
     ),
     "XGBoostJob": KindInfo(
         "XGBoostJob", "xgboostjobs", "xgbReplicaSpecs", ("Master", "Worker"), "xgboost",
         "xgboostjob-port", 9999, "Never", "xgboostjob-controller", "xgboost", False,
-        title="XGBoost",
+        title="XGBoost", kueue_framework="kubeflow.org/xgboostjob",
     ),
     "MPIJob": KindInfo(
         "MPIJob", "mpijobs", "mpiReplicaSpecs", ("Launcher", "Worker"), "mpi",
@@ -420,12 +423,12 @@ KIND_INFO: dict[str, KindInfo] = {
     "PaddleJob": KindInfo(
         "PaddleJob", "paddlejobs", "paddleReplicaSpecs", ("Master", "Worker"), "paddle",
         "master", 36543, "OnFailure", "paddlejob-controller", "paddle", True,
-        title="PaddlePaddle", ttl_event_noun="Pod",
+        title="PaddlePaddle", kueue_framework="kubeflow.org/paddlejob", ttl_event_noun="Pod",
     ),
     "JAXJob": KindInfo(
         "JAXJob", "jaxjobs", "jaxReplicaSpecs", ("Worker",), "jax",
         "jaxjob-port", 6666, "Never", "jaxjob-controller", "jax", True,
-        title="JAX", ttl_event_noun="Pod",
+        title="JAX", kueue_framework="kubeflow.org/jaxjob", ttl_event_noun="Pod",
     ),
 }  # fmt: skip
 

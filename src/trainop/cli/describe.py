@@ -16,9 +16,11 @@ from rich.table import Table
 from trainop.api.constants import ANNOTATION_INTERRUPTED
 from trainop.api.defaults import apply_defaults
 from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, build_failure_policy
+from trainop.api.kinds import kind_info
 from trainop.backends.base import JobDetails, detect_state
 from trainop.backends.local.api import replica_label
 from trainop.cli.format import format_age
+from trainop.core.queue import build_queue_not_managed_message, detect_queue_name
 
 
 def _age(ts: float) -> str:
@@ -109,6 +111,11 @@ def print_details(console: Console, d: JobDetails) -> None:
             f"suspend={'true' if rp.suspend else 'false'}",
         ),
     ]
+    queue = detect_queue_name(job)
+    if queue:
+        unqueued = build_queue_not_managed_message(job, kind_info(job))
+        where = "(Kueue LocalQueue)" if unqueued is None else f"- {unqueued}"
+        fields.append(("Queue", f"{queue} {where}"))
     for key, value in fields:
         console.print(f"[bold]{key + ':':<13}[/]{escape(str(value))}")
 

@@ -1,12 +1,14 @@
 """Gang scheduling (contract §5): the PodGroup a job needs, and what it changes on the job's pods.
 
 Volcano (``scheduling.volcano.sh/v1beta1``) or scheduler-plugins (``scheduling.x-k8s.io/v1alpha1``)
-PodGroups, chosen by ``--gang-scheduler-name``. Pure: builds dicts and decides; the backend creates,
-updates and deletes the objects through the Plan. No I/O, no clock.
+PodGroups, or YuniKorn's task groups (no object: labels and annotations on every pod), chosen by
+``--gang-scheduler-name``. Pure: builds dicts and decides; the backend creates, updates and deletes
+the objects through the Plan. No I/O, no clock.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -27,6 +29,20 @@ VOLCANO_DEFAULT_QUEUE = "default"
 # Volcano's PodGroup phases: pods are created only once the group left Pending (§5).
 PHASE_PENDING = "Pending"
 
+# YuniKorn (issue 25; upstream v1 has no YuniKorn code). What its scheduler reads from a pod:
+# apache/yunikorn-site docs/user_guide/labels_and_annotations_in_yunikorn.md (1.6+: the canonical
+# app-id and queue labels) and docs/user_guide/gang_scheduling.md (task groups: every pod carries the
+# full list, and its own group's name); yunikorn-k8shim pkg/cache/gang_utils.go
+# (GetTaskGroupsFromAnnotation) refuses a group without a name or minResource, or with minMember < 1.
+YUNIKORN = "yunikorn"
+LABEL_YUNIKORN_APP_ID = "yunikorn.apache.org/app-id"
+LABEL_YUNIKORN_QUEUE = "yunikorn.apache.org/queue"
+ANNOTATION_YUNIKORN_TASK_GROUP = "yunikorn.apache.org/task-group-name"
+ANNOTATION_YUNIKORN_TASK_GROUPS = "yunikorn.apache.org/task-groups"
+ANNOTATION_YUNIKORN_POLICY = "yunikorn.apache.org/schedulingPolicyParameters"
+# The fields of a task group taken from its replica type's pod template, as YuniKorn names them.
+_TASK_GROUP_TEMPLATE_FIELDS = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints")
+
 MESSAGE_OTHER_SCHEDULER = (
     "Another scheduler is specified when gang-scheduling is enabled and it will not be overwritten"
 )
@@ -34,8 +50,8 @@ MESSAGE_OTHER_SCHEDULER = (
 
 @dataclass(frozen=True, slots=True)
 class GangScheduler:
-    """The operator's ``--gang-scheduler-name``: ``volcano`` (any case) or a scheduler-plugins
-    scheduler's name (§5)."""
+    """The operator's ``--gang-scheduler-name``: ``volcano`` or ``yunikorn`` (any case), or a
+    scheduler-plugins scheduler's name (§5)."""
 
     scheduler_name: str
 
@@ -44,11 +60,21 @@ class GangScheduler:
         value = value.strip()
         if not value:
             return None
-        return cls(VOLCANO if value.lower() == VOLCANO else value)
+        return cls(value.lower() if value.lower() in (VOLCANO, YUNIKORN) else value)
 
     @property
     def volcano(self) -> bool:
         return self.scheduler_name == VOLCANO
+
+    @property
+    def yunikorn(self) -> bool:
+        return self.scheduler_name == YUNIKORN
+
+    @property
+    def pod_group(self) -> bool:
+        """Whether the gang is a PodGroup object (Volcano, scheduler-plugins); YuniKorn reads its gang
+        from the pods themselves."""
+        return not self.yunikorn
 
     @property
     def api_version(self) -> str:
@@ -180,9 +206,90 @@ def build_pod_decoration(
         annotations = meta.setdefault("annotations", {})
         annotations[ANNOTATION_VOLCANO_GROUP] = job.name
         annotations[ANNOTATION_VOLCANO_TASK] = rtype.lower()
+    elif gang.yunikorn:
+        labels, annotations = build_yunikorn_metadata(job, rtype)
+        meta.setdefault("labels", {}).update(labels)
+        meta.setdefault("annotations", {}).update(annotations)
     else:
         meta.setdefault("labels", {})[LABEL_PLUGINS_POD_GROUP] = job.name
     return event
+
+
+# --- YuniKorn ---------------------------------------------------------------------------------------
+
+
+def compute_task_group_members(job: TrainingJob) -> dict[str, int]:
+    """minMember of each replica type's task group (``job`` defaulted): its replicas; with
+    ``schedulingPolicy.minAvailable`` the job's minimum is handed out in the kind's canonical replica
+    type order (``KindInfo.replica_types``: Master before Worker, PS and Worker before Chief), so a type
+    may get fewer than its replicas, or 0."""
+    canonical = {t.lower(): i for i, t in enumerate(KIND_INFO[job.kind].replica_types)}
+    order = sorted(job.replica_specs, key=lambda t: canonical.get(t.lower(), len(canonical)))
+    left = compute_min_member(job)
+    members: dict[str, int] = {}
+    for rtype in order:
+        spec = job.replica_specs[rtype]
+        replicas = 1 if spec.replicas is None else int(spec.replicas)
+        members[rtype] = min(replicas, max(left, 0))
+        left -= members[rtype]
+    return members
+
+
+def compute_pod_requests(containers: list[dict[str, Any]]) -> dict[str, str]:
+    """One pod's resources: its containers' ``requests`` summed (``limits`` for a container without
+    requests, as a PodGroup's minResources counts them)."""
+    totals: dict[str, list[tuple[Decimal, str]]] = {}
+    for container in containers:
+        res = container.get("resources") or {}
+        requests = res.get("requests")
+        for name, value in (requests if requests is not None else res.get("limits") or {}).items():
+            totals.setdefault(str(name), []).append((_parse_quantity(str(value)), str(value)))
+    return {name: _format_sum(values) for name, values in totals.items()}
+
+
+def build_task_groups(job: TrainingJob) -> list[dict[str, Any]]:
+    """YuniKorn's task groups for ``job`` (defaulted): one per replica type with a non-zero minMember,
+    named after the type in lower case, in the kind's canonical order; ``minResource`` is one pod's
+    requests (YuniKorn sizes each placeholder pod with it) and the template's nodeSelector,
+    tolerations, affinity and topologySpreadConstraints, so the placeholders land where the pods can."""
+    members = compute_task_group_members(job)
+    groups: list[dict[str, Any]] = []
+    for rtype, n in members.items():
+        if n < 1:
+            continue  # YuniKorn refuses a group with minMember 0; such pods join the app ungrouped
+        spec = job.replica_specs[rtype]
+        group: dict[str, Any] = {
+            "name": rtype.lower(),
+            "minMember": n,
+            "minResource": compute_pod_requests(spec.containers),
+        }
+        for key in _TASK_GROUP_TEMPLATE_FIELDS:
+            if spec.pod_spec.get(key):
+                group[key] = spec.pod_spec[key]
+        groups.append(group)
+    return groups
+
+
+def build_yunikorn_metadata(job: TrainingJob, rtype: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, annotations) YuniKorn reads on a pod of ``rtype``: the application (the job's uid,
+    unique and a valid label value), its queue (``schedulingPolicy.queue``, when set), every task group
+    and the pod's own (when its type has one), and ``placeholderTimeoutInSeconds`` from
+    ``schedulingPolicy.scheduleTimeoutSeconds``."""
+    policy = job.run_policy.scheduling_policy
+    labels = {LABEL_YUNIKORN_APP_ID: job.metadata.uid or job.name}
+    if policy is not None and policy.queue:
+        labels[LABEL_YUNIKORN_QUEUE] = policy.queue
+    groups = build_task_groups(job)
+    annotations: dict[str, str] = {}
+    if groups:
+        annotations[ANNOTATION_YUNIKORN_TASK_GROUPS] = json.dumps(groups, separators=(",", ":"))
+        if any(g["name"] == rtype.lower() for g in groups):
+            annotations[ANNOTATION_YUNIKORN_TASK_GROUP] = rtype.lower()
+    if policy is not None and policy.schedule_timeout_seconds is not None:
+        annotations[ANNOTATION_YUNIKORN_POLICY] = (
+            f"placeholderTimeoutInSeconds={int(policy.schedule_timeout_seconds)}"
+        )
+    return labels, annotations
 
 
 # --- quantities (the few Kubernetes forms requests use) ----------------------------------------------

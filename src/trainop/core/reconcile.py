@@ -92,6 +92,7 @@ from trainop.core.policies.restart import (
 from trainop.core.policies.startup import compute_start_deadlines
 from trainop.core.policies.suspend import compute_suspend_deletions
 from trainop.core.policies.ttl import compute_ttl_remaining
+from trainop.core.queue import REASON_QUEUE_NOT_MANAGED, build_queue_not_managed_message
 from trainop.core.status import (
     FALSE,
     TRUE,
@@ -271,7 +272,7 @@ class _Pass:
             self._finished(just_now=True)
             return self._done()
 
-        if self.gang is not None and not self._reconcile_pod_group():
+        if self.gang is not None and self.gang.pod_group and not self._reconcile_pod_group():
             return self._done()  # Volcano: no pod until the PodGroup leaves Pending (§5)
         self._reconcile_extra_objects()
         # BlockingRecreate: no replica comes back until every pod of the earlier attempt is gone.
@@ -344,6 +345,10 @@ class _Pass:
             return  # every pass after the first (build_created's type, status and reason)
         if set_condition(self.status, build_created(self.kind, self.name, self.stamp)):
             self.plan.metrics.append(METRIC_CREATED)
+            # Once, with Created: a queue label Kueue will never act on (core/queue.py, issue 25).
+            unqueued = build_queue_not_managed_message(self.raw, self.info)
+            if unqueued is not None:
+                self._event("Warning", REASON_QUEUE_NOT_MANAGED, unqueued)
 
     def _finished(self, *, just_now: bool) -> None:
         """§4.3 step 4: cleanup (§4.8), the active→succeeded fix-up (§4.2) and TTL (§4.9).
@@ -824,7 +829,7 @@ class _Pass:
 
     def _delete_pod_group(self, *, finished: bool) -> None:
         """On finish and on suspend (§4.8, §4.10); deletion of the job leaves it to ownerRef GC."""
-        if self.gang is None:
+        if self.gang is None or not self.gang.pod_group:
             return
         current = self._pod_group()
         if current is None or detect_deleting(current) or (POD_GROUP_KIND, self.name) in self.deleted:

@@ -198,8 +198,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--gang-scheduler-name",
         default="",
         help="Gang scheduling (contract §5): 'volcano' (Volcano scheduling.volcano.sh/v1beta1 "
-        "PodGroups) or the name of a scheduler-plugins scheduler (scheduling.x-k8s.io/v1alpha1 "
-        "PodGroups), e.g. scheduler-plugins-scheduler. The PodGroup CRD must be installed.",
+        "PodGroups), 'yunikorn' (Apache YuniKorn: app-id, queue and task-group labels and annotations "
+        "on every pod, no PodGroup) or the name of a scheduler-plugins scheduler "
+        "(scheduling.x-k8s.io/v1alpha1 PodGroups), e.g. scheduler-plugins-scheduler. A PodGroup CRD "
+        "must be installed.",
     )
     add("--pytorch-init-container-image", default="alpine:3.10", help="Image of the init-pytorch container.")
     add(

@@ -77,7 +77,10 @@ class Operator:
         client.stats.hooks.append(self.metrics.rest_hook(host))
         client.limiter.on_wait = self.metrics.limiter_hook(host)
         self.gang = GangScheduler.from_flag(cfg.gang_scheduler_name)
-        self.pod_group_resource = use_pod_group_api(self.gang.api_version) if self.gang else None
+        # YuniKorn's gang is on the pods: no PodGroup API to watch or to check for.
+        self.pod_group_resource = (
+            use_pod_group_api(self.gang.api_version) if self.gang and self.gang.pod_group else None
+        )
         plugins = build_plugins(cfg)
         # The plugins' capabilities say which owned kinds to watch besides pods and Services.
         self.cache = ClusterCache(

@@ -1,52 +1,122 @@
-"""Kueue's Kubeflow integration, played with a real client against the real API server (issue 11).
+"""Kueue v0.17 drives trainop's jobs: the real Kueue manager on the test control plane (issue 25).
 
-Kueue itself cannot be built here (its module is not served by the Go module proxy), so the test makes
-exactly the writes its job reconciler makes (kubernetes-sigs/kueue
-pkg/controller/jobs/kubeflow/kubeflowjob: ``Suspend``, ``RunWithPodSetsInfo``,
-``RestorePodSetsInfo``, each followed by an Update of the whole job): the job arrives suspended with
-its queue label (Kueue's mutating webhook), is admitted (suspend=false and the pod sets' node
-selectors, tolerations, labels and annotations merged into each template, one Update), evicted
-(suspend=true), restored once no replica is active (templates back as they were), and admitted again.
+Kueue runs out of cluster with its own webhooks registered (trainop.testing.kueue), trainop's operator
+runs as in production, kwok plays the pods. What Kueue writes is Kueue's: the suspend its webhook
+sets at create, the Workload, admission (suspend=false and the flavor's nodeSelector, tolerations and
+podset label merged into the templates), eviction on preemption (suspend and the templates restored,
+in one merge patch), Finished from the job's conditions. Nothing here writes in Kueue's place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from k8s_harness import Cluster, annotate, job_resource
-from lightkube import ApiError
-from test_webhook import SELECTOR_LABEL, Webhook, serving_webhook
+from k8s_harness import Cluster, OperatorProcess, annotate
 
-from trainop.testing.builders import JobBuilder, mpi_job, pytorch_job
+from trainop.sdk import TrainingClient
+from trainop.testing.builders import (
+    JobBuilder,
+    jax_job,
+    mpi_job,
+    paddle_job,
+    pytorch_job,
+    tf_job,
+    xgboost_job,
+)
+from trainop.testing.kueue import (
+    KUEUE_NAMESPACE_LABEL,
+    PRIORITY_LABEL,
+    QUEUE_LABEL,
+    KueueManager,
+    cluster_queue,
+    local_queue,
+    resource_flavor,
+    start_kueue,
+    workload_priority_class,
+)
 from trainop.testing.testenv import SIM_OUTCOME, SIM_RUN_DURATION, K8sEnv, wait_for
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+SPOT = {"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}
+FLAVOR_LABELS = {"type": "kwok"}  # every kwok node carries it, so flavored pods still schedule
+QUEUE = "user-queue"
+MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
 
 @pytest.fixture(scope="module")
-def webhook(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
-    """One operator that reconciles AND admits: Kueue's updates go through trainop's webhook."""
-    with serving_webhook(k8s_env, tmp_path_factory.mktemp("kueue-webhook")) as wh:
-        yield wh
+def kueue(
+    k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config
+) -> Iterator[KueueManager]:
+    manager = start_kueue(k8s_env, tmp_path_factory.mktemp("kueue"))
+    line = f"[kueue] Kueue {manager.version} manager up in {manager.started_s:.1f}s (log {manager.log})"
+    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+    capman = pytestconfig.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capman is not None:
+        with capman.global_and_fixture_disabled():
+            reporter.write_line("\n" + line)
+    try:
+        yield manager
+    finally:
+        manager.stop()
+
+
+@pytest.fixture(scope="module")
+def flavor(kueue: KueueManager, k8s_env: K8sEnv) -> Iterator[str]:
+    """One ResourceFlavor with node labels and a toleration, which Kueue injects into admitted pods."""
+    k8s_env.apply_yaml(_yaml(resource_flavor("kwok-spot", FLAVOR_LABELS, [SPOT])))
+    yield "kwok-spot"
+    k8s_env.kubectl("delete", "resourceflavor.kueue.x-k8s.io/kwok-spot", "--wait=false", check=False)
 
 
 @pytest.fixture
-def admitted_ns(webhook: Webhook, cluster: Cluster) -> Cluster:
-    webhook.env.kubectl("label", "namespace", cluster.namespace, f"{SELECTOR_LABEL}={webhook.token}")
-    return cluster
+def queued(kueue: KueueManager, k8s_env: K8sEnv, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A namespace Kueue's job webhooks apply to; deleted (and its Workloads released) while Kueue runs."""
+    base = request.node.name.split("[")[0].removeprefix("test_kueue_").removeprefix("test_")
+    ns = f"t-kueue-{base[:28].replace('_', '-').rstrip('-')}-{secrets.token_hex(3)}"
+    k8s_env.create_namespace(ns, labels={KUEUE_NAMESPACE_LABEL[0]: KUEUE_NAMESPACE_LABEL[1]})
+    cluster = Cluster(k8s_env, ns)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        with contextlib.suppress(Exception):
+            k8s_env.delete_namespace(ns, wait=True, timeout=90)
 
 
-def admission(rtype: str) -> dict[str, Any]:
-    """One pod set's PodSetInfo as Kueue's flavor assignment produces it."""
-    return {
-        "nodeSelector": {"type": "kwok"},
-        "tolerations": [{"key": "example.com/spot", "operator": "Exists", "effect": "NoSchedule"}],
-        "labels": {"kueue.x-k8s.io/podset": rtype.lower()},
-        "annotations": {"kueue.x-k8s.io/workload": "wl-1"},
-    }
+def _yaml(*objs: dict[str, Any]) -> str:
+    import json
+
+    return "\n---\n".join(json.dumps(o) for o in objs)
+
+
+def make_queue(env: K8sEnv, cluster: Cluster, flavor: str, quota: dict[str, str], **kw: Any) -> str:
+    """A ClusterQueue of its own for this test and the LocalQueue ``user-queue`` pointing at it."""
+    cq = f"cq-{cluster.namespace}"
+    env.apply_yaml(_yaml(cluster_queue(cq, flavor, quota, **kw), local_queue(cluster.namespace, QUEUE, cq)))
+    return cq
+
+
+def requests(cpu: str) -> Callable[[dict[str, Any]], None]:
+    def op(template: dict[str, Any]) -> None:
+        for c in template["spec"]["containers"]:
+            c["resources"] = {"requests": {"cpu": cpu, "memory": "1Gi"}}
+
+    return op
+
+
+def queued_job(
+    job: JobBuilder, *, cpu: str = "1", outcome: str | None = "succeed", run: str = "2s"
+) -> dict[str, Any]:
+    """The job with the queue label, not suspended (Kueue's webhook suspends it), pods that request
+    ``cpu`` and (with ``outcome``) end after ``run``."""
+    job = job.labels(**{QUEUE_LABEL: QUEUE}).template(requests(cpu))
+    if outcome is not None:
+        job = job.template(annotate({SIM_OUTCOME: outcome, SIM_RUN_DURATION: run}))
+    return job.build_dict()
 
 
 def specs(obj: dict[str, Any]) -> dict[str, Any]:
@@ -54,96 +124,244 @@ def specs(obj: dict[str, Any]) -> dict[str, Any]:
     return dict(obj["spec"][key])
 
 
-def update(cluster: Cluster, kind: str, name: str, change: Any) -> None:
-    """GET, change, Update (PUT with the read resourceVersion): how Kueue's controller writes a job."""
-    obj = cluster.job(kind, name)
-    assert obj is not None
-    change(obj)
-    cluster.client.replace(job_resource(kind)(obj), namespace=cluster.namespace)
+def workload(env: K8sEnv, cluster: Cluster, job: dict[str, Any]) -> dict[str, Any] | None:
+    """The Workload Kueue made for ``job`` (its controller ownerReference is the job)."""
+    items = env.kubectl_json("get", "workloads.kueue.x-k8s.io", namespace=cluster.namespace)["items"]
+    uid = job["metadata"]["uid"]
+    return next(
+        (w for w in items if any(o.get("uid") == uid for o in w["metadata"].get("ownerReferences") or [])),
+        None,
+    )
 
 
-def run_with_pod_sets_info(obj: dict[str, Any]) -> None:
-    obj["spec"]["runPolicy"]["suspend"] = False
-    for rtype, spec in specs(obj).items():
-        info = admission(rtype)
-        tmpl = spec["template"]
-        meta = tmpl.setdefault("metadata", {})
-        meta.setdefault("labels", {}).update(info["labels"])
-        meta.setdefault("annotations", {}).update(info["annotations"])
-        tmpl["spec"].setdefault("nodeSelector", {}).update(info["nodeSelector"])
-        tmpl["spec"]["tolerations"] = [*tmpl["spec"].get("tolerations", []), *info["tolerations"]]
+def wl_condition(wl: dict[str, Any] | None, ctype: str) -> str | None:
+    for c in ((wl or {}).get("status") or {}).get("conditions") or []:
+        if c["type"] == ctype:
+            return str(c["status"])
+    return None
 
 
-def suspend(obj: dict[str, Any]) -> None:
-    obj["spec"]["runPolicy"]["suspend"] = True
+def wait_wl(
+    env: K8sEnv, cluster: Cluster, job: dict[str, Any], ctype: str, timeout: float = 90
+) -> dict[str, Any]:
+    return wait_for(
+        lambda: (wl := workload(env, cluster, job)) is not None and wl_condition(wl, ctype) == "True" and wl,
+        timeout,
+        f"Workload of {job['kind']} {job['metadata']['name']}: {ctype}=True",
+    )
 
 
-def restore(original: dict[str, Any]) -> Any:
-    def change(obj: dict[str, Any]) -> None:
-        for rtype, spec in specs(obj).items():
-            spec["template"] = copy.deepcopy(specs(original)[rtype]["template"])
-
-    return change
+def replica_count(obj: dict[str, Any]) -> int:
+    return sum(int(s.get("replicas", 1)) for s in specs(obj).values())
 
 
 @pytest.mark.parametrize(
-    ("job", "running_pods"),
+    "job",
     [
-        pytest.param(pytorch_job("kq").master(1).workers(1), 2, id="PyTorchJob"),
-        pytest.param(mpi_job("kq").launcher(1).workers(1), 2, id="MPIJob"),
+        pytest.param(pytorch_job("kq").master(1).workers(1), id="PyTorchJob"),
+        pytest.param(tf_job("kq").chief(1).workers(1), id="TFJob"),
+        pytest.param(xgboost_job("kq").master(1).workers(1), id="XGBoostJob"),
+        pytest.param(paddle_job("kq").master(1).workers(1), id="PaddleJob"),
+        pytest.param(jax_job("kq").workers(2), id="JAXJob"),
     ],
 )
-def test_kueue_admission_eviction_readmission(
-    webhook: Webhook, admitted_ns: Cluster, job: JobBuilder, running_pods: int
+def test_kueue_suspends_admits_and_finishes_each_kind(
+    kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess, job: JobBuilder
 ) -> None:
-    cluster, operator = admitted_ns, webhook.op
-    kind = job.kind
-    created = cluster.create(job.labels(**{QUEUE_LABEL: "user-queue"}).suspend().build_dict())
-    original = copy.deepcopy(created)
-    cluster.wait_condition(kind, "kq", "Suspended")
-    cluster.settled(operator, kind, "kq")
-    assert cluster.pods("kq") == []
+    env, cluster, kind = kueue.env, queued, job.kind
+    make_queue(env, cluster, flavor, {"cpu": "8", "memory": "32Gi"})
+    created = cluster.create(queued_job(job))
+    # Kueue's mutating webhook suspended it on the way in.
+    assert created["spec"]["runPolicy"]["suspend"] is True
 
-    # The webhook is in the path of these updates: one it must deny is denied.
-    def invalid(obj: dict[str, Any]) -> None:
-        next(iter(specs(obj).values()))["template"]["spec"]["containers"][0]["ports"] = "notalist"
+    wl = wait_wl(env, cluster, created, "Admitted")
+    want_sets = {t.lower(): int(s.get("replicas", 1)) for t, s in specs(created).items()}
+    assert {p["name"]: p["count"] for p in wl["spec"]["podSets"]} == want_sets
 
-    with pytest.raises(ApiError, match="denied the request"):
-        update(cluster, kind, "kq", invalid)
-    update(cluster, kind, "kq", run_with_pod_sets_info)  # admitted
-    pods = wait_for(
-        lambda: len(cluster.live_pods("kq")) == running_pods and cluster.live_pods("kq"), 60, "pods"
-    )
-    for p in pods:
-        rtype = p["metadata"]["labels"]["training.kubeflow.org/replica-type"]
-        info = admission(rtype)
-        assert p["spec"]["nodeSelector"] == info["nodeSelector"]
-        assert info["tolerations"][0] in p["spec"]["tolerations"]
-        assert p["metadata"]["labels"]["kueue.x-k8s.io/podset"] == rtype
-        assert p["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == "wl-1"
-    cluster.wait_condition(kind, "kq", "Running")
+    def all_pods() -> list[dict[str, Any]] | None:
+        pods = cluster.live_pods("kq")
+        return pods if len(pods) == replica_count(created) else None
 
-    update(cluster, kind, "kq", suspend)  # evicted
-    cluster.wait_condition(kind, "kq", "Suspended")
-    wait_for(lambda: cluster.live_pods("kq") == [] or None, 60, "pods deleted on eviction")
-    wait_for(
-        lambda: all(
-            not (s or {}).get("active")
-            for s in (cluster.job(kind, "kq") or {})["status"]["replicaStatuses"].values()
-        )
-        or None,
-        60,
-        "no replica active (Kueue restores the templates only then)",
-    )  # fmt: skip
-    update(cluster, kind, "kq", restore(original))  # RestorePodSetsInfo
-    assert specs(cluster.job(kind, "kq") or {}) == specs(original)
-
-    def finish(obj: dict[str, Any]) -> None:
-        succeed = annotate({SIM_OUTCOME: "succeed", SIM_RUN_DURATION: "1s"})
-        for rtype, spec in specs(obj).items():
-            if kind != "MPIJob" or rtype == "Launcher":
-                succeed(spec["template"])
-        run_with_pod_sets_info(obj)
-
-    update(cluster, kind, "kq", finish)  # admitted again
+    pods = wait_for(all_pods, 90, f"{kind} pods after admission")
+    for pod in pods:
+        rtype = pod["metadata"]["labels"]["training.kubeflow.org/replica-type"]
+        assert pod["metadata"]["labels"]["kueue.x-k8s.io/podset"] == rtype
+        assert pod["spec"]["nodeSelector"] == FLAVOR_LABELS
+        assert SPOT in pod["spec"]["tolerations"]
     cluster.wait_condition(kind, "kq", "Succeeded", timeout=120)
+    wait_wl(env, cluster, created, "Finished")
+
+
+def test_kueue_quota_second_job_waits_then_runs(
+    kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess
+) -> None:
+    env, cluster = kueue.env, queued
+    make_queue(env, cluster, flavor, {"cpu": "2", "memory": "8Gi"})
+    first = cluster.create(queued_job(pytorch_job("first").master(1).workers(1), run="4s"))
+    wait_wl(env, cluster, first, "Admitted")
+    second = cluster.create(queued_job(pytorch_job("second").master(1).workers(1)))
+
+    # The second waits for quota: its Workload is pending, the job suspended, no pod of it exists.
+    wl = wait_for(
+        lambda: (
+            (w := workload(env, cluster, second)) is not None
+            and wl_condition(w, "QuotaReserved") == "False"
+            and w
+        ),
+        60,
+        "the second Workload pending for quota",
+    )
+    assert wl_condition(wl, "Admitted") != "True"
+    cluster.settled(operator, "PyTorchJob", "second")
+    assert cluster.pods("second") == []
+    assert (cluster.job("PyTorchJob", "second") or {})["spec"]["runPolicy"]["suspend"] is True
+    assert cluster.condition("PyTorchJob", "first", "Succeeded") is None  # it waited while first ran
+
+    cluster.wait_condition("PyTorchJob", "first", "Succeeded", timeout=120)
+    wait_wl(env, cluster, second, "Admitted")
+    cluster.wait_condition("PyTorchJob", "second", "Succeeded", timeout=120)
+
+
+def test_kueue_preemption_by_a_higher_priority_class(
+    kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess
+) -> None:
+    env, cluster = kueue.env, queued
+    low_pc, high_pc = f"low-{cluster.namespace}", f"high-{cluster.namespace}"
+    env.apply_yaml(_yaml(workload_priority_class(low_pc, 100), workload_priority_class(high_pc, 1000)))
+    make_queue(
+        env,
+        cluster,
+        flavor,
+        {"cpu": "2", "memory": "8Gi"},
+        preemption={"withinClusterQueue": "LowerPriority"},
+    )
+    low = cluster.create(
+        queued_job(pytorch_job("low").master(1).workers(1).labels(**{PRIORITY_LABEL: low_pc}), outcome=None)
+    )
+    original = copy.deepcopy(specs(low))  # as the webhook left it: no flavor in the templates yet
+    wait_for(lambda: len(cluster.live_pods("low")) == 2 or None, 90, "the low-priority job's pods")
+    cluster.wait_condition("PyTorchJob", "low", "Running")
+    admitted = specs(cluster.job("PyTorchJob", "low") or {})
+    assert admitted["Master"]["template"]["spec"]["nodeSelector"] == FLAVOR_LABELS
+
+    high = cluster.create(
+        queued_job(pytorch_job("high").master(1).workers(1).labels(**{PRIORITY_LABEL: high_pc}), outcome=None)
+    )
+    # The victim: evicted, suspended, its pods deleted and its templates restored as they were.
+    wait_wl(env, cluster, low, "Evicted")
+    cluster.wait_condition("PyTorchJob", "low", "Suspended")
+    wait_for(lambda: cluster.live_pods("low") == [] or None, 90, "the victim's pods deleted")
+    wait_for(
+        lambda: specs(cluster.job("PyTorchJob", "low") or {}) == original or None,
+        60,
+        "the victim's templates restored",
+    )
+    wait_wl(env, cluster, high, "Admitted")
+    wait_for(lambda: len(cluster.live_pods("high")) == 2 or None, 90, "the preemptor's pods")
+
+    # Once the preemptor is gone the victim is admitted again and runs again.
+    cluster.delete_job("PyTorchJob", "high")
+    wait_for(lambda: len(cluster.live_pods("low")) == 2 or None, 120, "the victim's pods again")
+    cluster.wait_condition("PyTorchJob", "low", "Running")
+
+
+def test_kueue_multikueue_managed_by_is_left_alone(
+    kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess
+) -> None:
+    """A ClusterQueue with a MultiKueue admission check: Kueue's webhook sets runPolicy.managedBy to
+    MultiKueue, and this cluster's operator must not touch the job (its worker-cluster copy runs)."""
+    env, cluster = kueue.env, queued
+    suffix = cluster.namespace
+    env.apply_yaml(
+        _yaml(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "MultiKueueConfig",
+                "metadata": {"name": f"mk-{suffix}"},
+                "spec": {"clusters": [f"worker-{suffix}"]},
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "AdmissionCheck",
+                "metadata": {"name": f"mk-{suffix}"},
+                "spec": {
+                    "controllerName": MULTIKUEUE,
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "MultiKueueConfig",
+                        "name": f"mk-{suffix}",
+                    },
+                },
+            },
+        )
+    )
+    make_queue(env, cluster, flavor, {"cpu": "8", "memory": "32Gi"}, admission_checks=[f"mk-{suffix}"])
+    created = wait_for(
+        lambda: _create_until_defaulted(cluster),
+        60,
+        "Kueue's webhook to default managedBy (its cache sees the check)",
+    )
+    assert created["spec"]["runPolicy"]["managedBy"] == MULTIKUEUE
+    wait_for(lambda: workload(env, cluster, created), 60, "its Workload")
+    cluster.settled(operator, "PyTorchJob", "mk")
+    job = cluster.job("PyTorchJob", "mk") or {}
+    assert cluster.pods("mk") == [] and cluster.services("mk") == []
+    assert not (job.get("status") or {}).get("conditions")
+    env.kubectl(
+        "delete",
+        f"admissioncheck.kueue.x-k8s.io/mk-{suffix}",
+        f"multikueueconfig.kueue.x-k8s.io/mk-{suffix}",
+        "--wait=false",
+        check=False,
+    )
+
+
+def _create_until_defaulted(cluster: Cluster) -> dict[str, Any] | None:
+    """Create the job; if Kueue's cache did not know the admission check yet (managedBy not set),
+    delete it and let the caller try again."""
+    created = cluster.create(queued_job(pytorch_job("mk").master(1).workers(1)))
+    if created["spec"]["runPolicy"].get("managedBy") == MULTIKUEUE:
+        return created
+    cluster.delete_job("PyTorchJob", "mk")
+    wait_for(lambda: cluster.job("PyTorchJob", "mk") is None or None, 30, "the job deleted")
+    return None
+
+
+def test_sdk_create_job_with_queue_name_lands_in_the_queue(
+    kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess
+) -> None:
+    env, cluster = kueue.env, queued
+    make_queue(env, cluster, flavor, {"cpu": "8", "memory": "32Gi"})
+    job = pytorch_job("sdk").master(1).workers(1).template(requests("1"))
+    job = job.template(annotate({SIM_OUTCOME: "succeed", SIM_RUN_DURATION: "1s"}))
+    client = TrainingClient(config_file=str(env.kubeconfig), namespace=cluster.namespace)
+    client.create_job(job=job.build_dict(), queue_name=QUEUE)
+    created = cluster.job("PyTorchJob", "sdk") or {}
+    assert created["metadata"]["labels"][QUEUE_LABEL] == QUEUE
+    wl = wait_wl(env, cluster, created, "Admitted")
+    assert wl["spec"]["queueName"] == QUEUE
+    client.wait_for_job_conditions("sdk", job_kind="PyTorchJob", timeout=120)
+    assert client.is_job_succeeded("sdk", job_kind="PyTorchJob")
+
+
+def test_v1_mpijob_with_a_queue_label_is_not_queued_and_says_so(
+    kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess
+) -> None:
+    """Kueue v0.17 manages mpi-operator's v2beta1 MPIJob, not kubeflow.org/v1's: the job runs at once,
+    outside the queue, and the operator says so in a Warning event (and `trainop describe`)."""
+    env, cluster = kueue.env, queued
+    make_queue(env, cluster, flavor, {"cpu": "8", "memory": "32Gi"})
+    job = mpi_job("mq").launcher(1).workers(1).labels(**{QUEUE_LABEL: QUEUE}).template(requests("1"))
+    created = cluster.create(
+        job.template(annotate({SIM_OUTCOME: "succeed", SIM_RUN_DURATION: "1s"}), "Launcher").build_dict()
+    )
+    assert not created["spec"]["runPolicy"].get("suspend")
+    wait_for(lambda: len(cluster.live_pods("mq")) == 2 or None, 90, "the MPIJob's pods, unqueued")
+    events = wait_for(
+        lambda: [e for e in cluster.events("mq") if e.get("reason") == "QueueNotManaged"] or None,
+        60,
+        "the QueueNotManaged Warning",
+    )
+    assert events[0]["type"] == "Warning"
+    assert "Kueue does not manage kubeflow.org/v1 MPIJob" in events[0]["message"]
+    assert workload(env, cluster, created) is None
