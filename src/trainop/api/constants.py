@@ -104,6 +104,9 @@ ENV_I_MPI_HYDRA_BOOTSTRAP_EXEC: Final = "I_MPI_HYDRA_BOOTSTRAP_EXEC"
 # Local backend (docs/local-backend.md): its settings and the env/resource names it reads or injects.
 ENV_TRAINOP_HOME: Final = "TRAINOP_HOME"  # state directory; default ${XDG_DATA_HOME:-~/.local/share}/trainop
 ENV_TRAINOP_GPUS: Final = "TRAINOP_GPUS"  # GPU inventory override, e.g. "0,1" ("" = no GPU)
+# The local backend's counterpart of the operator's --gang-scheduler-name: only "yunikorn" (its pod
+# labels and annotations; the local backend gangs the pods itself, backends/local/gang.py).
+ENV_TRAINOP_GANG_SCHEDULER_NAME: Final = "TRAINOP_GANG_SCHEDULER_NAME"
 ENV_TRAINOP_PRIORITY_CLASSES: Final = "TRAINOP_PRIORITY_CLASSES"  # local values: "high=1000,low=-10"
 ENV_TRAINOP_RESTART_BACKOFF_MAX: Final = "TRAINOP_RESTART_BACKOFF_MAX"  # seconds; local default 10
 ENV_TRAINOP_SUPERVISOR_GIVE_UP: Final = "TRAINOP_SUPERVISOR_GIVE_UP"  # seconds of errors; local default 60

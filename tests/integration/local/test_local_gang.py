@@ -4,12 +4,14 @@ same GPUs (the TRAINOP_GPUS inventory) start all their pods together or none, in
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from local_harness import condition, running_pids, wait_for
 
+from trainop.backends.base import BackendError
 from trainop.backends.local.api import LocalBackend
 from trainop.testing.builders import pytorch_job
 
@@ -199,3 +201,34 @@ def test_min_available_lowered_on_a_waiting_job_lets_its_gang_start(
     assert got == {"master-0": "True", "worker-0": "True", "worker-1": "False", "worker-2": "False"}
     release.touch()
     assert condition(backend.wait("big", ["Succeeded", "Failed"], timeout=60), "Succeeded") is not None
+
+
+def test_yunikorn_labels_on_the_local_gangs_pods(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """TRAINOP_GANG_SCHEDULER_NAME=yunikorn (issue 25): the pods carry what the operator's
+    --gang-scheduler-name=yunikorn writes (core/gang.py), while the local gang admission still decides."""
+    monkeypatch.setenv("TRAINOP_GPUS", "0,1")
+    monkeypatch.setenv("TRAINOP_GANG_SCHEDULER_NAME", "YuniKorn")
+    backend = LocalBackend(home)
+    release = home.parent / "release-yk"
+    job = backend.submit(gpu_job("yk", release))
+    wait_for(lambda: gpus_seen(backend, "yk"), "both replicas to start together")
+    for pod in backend.pods("yk"):
+        rtype = pod["metadata"]["labels"]["training.kubeflow.org/replica-type"]
+        assert pod["spec"]["schedulerName"] == "yunikorn"
+        assert pod["metadata"]["labels"]["yunikorn.apache.org/app-id"] == job.metadata.uid
+        assert pod["metadata"]["annotations"]["yunikorn.apache.org/task-group-name"] == rtype
+        groups = json.loads(pod["metadata"]["annotations"]["yunikorn.apache.org/task-groups"])
+        assert [(g["name"], g["minMember"], g["minResource"]) for g in groups] == [
+            ("master", 1, {"nvidia.com/gpu": "1"}),
+            ("worker", 1, {"nvidia.com/gpu": "1"}),
+        ]
+    release.touch()
+    wait_for(lambda: condition(backend.get("yk"), "Succeeded"), "the job to succeed")
+
+
+def test_a_gang_scheduler_the_local_backend_cannot_honour_is_refused(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINOP_GANG_SCHEDULER_NAME", "volcano")
+    with pytest.raises(BackendError, match="TRAINOP_GANG_SCHEDULER_NAME=volcano: the local backend"):
+        LocalBackend(home).submit(gpu_job("v", home.parent / "never"))

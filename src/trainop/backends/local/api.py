@@ -55,6 +55,7 @@ from trainop.backends.base import (
 )
 from trainop.backends.local import procs, pyenv
 from trainop.backends.local.attach import Client, drop_dead_client, format_client
+from trainop.backends.local.gang import build_local_gang_scheduler
 from trainop.backends.local.paths import (
     StatePaths,
     is_state_dir_fault,
@@ -229,6 +230,7 @@ class LocalBackend:
         # Before validation: the generated name is the one validated, stored and printed.
         self._generate_name(doc, namespace)
         job = self.prepare(doc)
+        build_local_gang_scheduler(self.env)  # refuses a value the local backend cannot honour
         now = time.time()
         meta = doc.setdefault("metadata", {})
         meta["namespace"] = namespace or meta.get("namespace") or "default"

@@ -13,13 +13,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trainop.api.constants import ENV_TRAINOP_GANG_SCHEDULER_NAME
+from trainop.backends.base import BackendError
 from trainop.backends.local.render import build_gpu_wants
 from trainop.backends.local.runner import PodRunner
 from trainop.backends.local.store import Store
 from trainop.core.admission import Admission, GangRequest
+from trainop.core.gang import GangScheduler
 
 REFUSAL_PREFIX = "0/1 nodes are available: insufficient nvidia.com/gpu: "
 NO_GPU_HINT = "nvidia-smi lists no GPU; TRAINOP_GPUS overrides the inventory"
+
+
+def build_local_gang_scheduler(env: Mapping[str, str]) -> GangScheduler | None:
+    """``$TRAINOP_GANG_SCHEDULER_NAME`` of the submitting shell: ``yunikorn`` gives every pod the labels
+    and annotations YuniKorn reads (core/gang.py), as the operator's ``--gang-scheduler-name=yunikorn``
+    does, so a job's pods read the same here and on a cluster; the gang itself is still this module's.
+    Volcano and scheduler-plugins gang through a PodGroup object, which only a cluster has: refused."""
+    gang = GangScheduler.from_flag(env.get(ENV_TRAINOP_GANG_SCHEDULER_NAME, ""))
+    if gang is not None and not gang.yunikorn:
+        raise BackendError(
+            f"{ENV_TRAINOP_GANG_SCHEDULER_NAME}={gang.scheduler_name}: the local backend schedules a job's "
+            "gang itself and can only label its pods for YuniKorn; set it to yunikorn or unset it "
+            "(Volcano and scheduler-plugins need a PodGroup, which exists only on a cluster)"
+        )
+    return gang
 
 
 def build_pod_refusal(pod: Mapping[str, Any], inventory: tuple[str, ...], admission: Admission) -> str:

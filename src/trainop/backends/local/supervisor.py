@@ -42,7 +42,7 @@ from trainop.api.load import parse_job
 from trainop.backends.executor import execute_plan, run_sync
 from trainop.backends.local import procs
 from trainop.backends.local.attach import build_interrupted_manifest, detect_client_gone
-from trainop.backends.local.gang import GangPodRunner
+from trainop.backends.local.gang import GangPodRunner, build_local_gang_scheduler
 from trainop.backends.local.gpus import detect_gpu_inventory
 from trainop.backends.local.paths import StatePaths, remove_job_files
 from trainop.backends.local.ports import probe_free_port
@@ -413,7 +413,8 @@ class Supervisor:
             services=self.store.list_objects(self.uid, "Service"),
             extras=self._extras(),
         )
-        plan = reconcile(job, observed, self.plugin, topology, datetime.now(UTC))
+        gang = build_local_gang_scheduler(row.host_env)  # checked at submit
+        plan = reconcile(job, observed, self.plugin, topology, datetime.now(UTC), gang=gang)
         self._apply(plan)
         self._update_gang(row, job, plan.status)
         if plan.deletes_job:
