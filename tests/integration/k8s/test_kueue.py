@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from k8s_harness import Cluster, OperatorProcess, annotate
+from lightkube.resources.core_v1 import Pod
+from lightkube.types import PatchType
 
 from trainop.sdk import TrainingClient
 from trainop.testing.builders import (
@@ -192,13 +194,26 @@ def test_kueue_suspends_admits_and_finishes_each_kind(
     wait_wl(env, cluster, created, "Finished")
 
 
+def finish(cluster: Cluster, job_name: str) -> None:
+    """Let the job's running pods succeed now (kwok re-reads a live pod's annotations on every update)."""
+    for pod in cluster.live_pods(job_name):
+        cluster.client.patch(
+            Pod,
+            pod["metadata"]["name"],
+            {"metadata": {"annotations": {SIM_OUTCOME: "succeed", SIM_RUN_DURATION: "1s"}}},
+            namespace=cluster.namespace,
+            patch_type=PatchType.MERGE,
+        )
+
+
 def test_kueue_quota_second_job_waits_then_runs(
     kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess
 ) -> None:
     env, cluster = kueue.env, queued
     make_queue(env, cluster, flavor, {"cpu": "2", "memory": "8Gi"})
-    first = cluster.create(queued_job(pytorch_job("first").master(1).workers(1), run="4s"))
+    first = cluster.create(queued_job(pytorch_job("first").master(1).workers(1), outcome=None))
     wait_wl(env, cluster, first, "Admitted")
+    wait_for(lambda: len(cluster.live_pods("first")) == 2 or None, 90, "the first job's pods")
     second = cluster.create(queued_job(pytorch_job("second").master(1).workers(1)))
 
     # The second waits for quota: its Workload is pending, the job suspended, no pod of it exists.
@@ -215,8 +230,8 @@ def test_kueue_quota_second_job_waits_then_runs(
     cluster.settled(operator, "PyTorchJob", "second")
     assert cluster.pods("second") == []
     assert (cluster.job("PyTorchJob", "second") or {})["spec"]["runPolicy"]["suspend"] is True
-    assert cluster.condition("PyTorchJob", "first", "Succeeded") is None  # it waited while first ran
 
+    finish(cluster, "first")
     cluster.wait_condition("PyTorchJob", "first", "Succeeded", timeout=120)
     wait_wl(env, cluster, second, "Admitted")
     cluster.wait_condition("PyTorchJob", "second", "Succeeded", timeout=120)
