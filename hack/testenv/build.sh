@@ -258,7 +258,7 @@ main() {
     # Same stamp as Kueue's Makefile (LD_FLAGS: pkg/version.GitVersion); the manager logs it at start
     # ("Initializing ... gitVersion") and the Kueue tests print it in their header.
     goinstall kueue "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" "$KUEUE_DIR/bin" \
-      "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" 1900
+      "sigs.k8s.io/kueue/cmd/kueue@$KUEUE_VERSION" 1630
   fi
 
   if [[ -n "$(missing kueue-config)" ]]; then
@@ -281,7 +281,7 @@ main() {
     for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
       ld+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$cg_minor"
     done
-    goinstall helm "$ld" "$HELM_BIN_DIR" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" 900
+    goinstall helm "$ld" "$HELM_BIN_DIR" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" 970
   fi
 
   say "all built in $(( $(date +%s) - T0 ))s"
