@@ -36,8 +36,8 @@ def fill(cache: Path) -> dict[str, Path]:
     sp = cache / f"scheduler-plugins-{v['SCHEDULER_PLUGINS_VERSION']}"
     kueue = cache / f"kueue-{v['KUEUE_VERSION']}"
     helm = cache / f"helm-{v['HELM_VERSION']}"
-    files = [key / "bin" / b for b in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl",
-                                       "etcd", "kwok")]  # fmt: skip
+    k8s = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd", "kwok")
+    files = [key / "bin" / b for b in k8s]
     files += [
         sp / "bin" / "sp-scheduler",
         sp / "bin" / "sp-controller",
