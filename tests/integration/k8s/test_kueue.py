@@ -350,13 +350,16 @@ def test_sdk_create_job_with_queue_name_lands_in_the_queue(
     job = pytorch_job("sdk").master(1).workers(1).template(requests("1"))
     job = job.template(annotate({SIM_OUTCOME: "succeed", SIM_RUN_DURATION: "1s"}))
     client = TrainingClient(config_file=str(env.kubeconfig), namespace=cluster.namespace)
-    client.create_job(job=job.build_dict(), queue_name=QUEUE)
-    created = cluster.job("PyTorchJob", "sdk") or {}
-    assert created["metadata"]["labels"][QUEUE_LABEL] == QUEUE
-    wl = wait_wl(env, cluster, created, "Admitted")
-    assert wl["spec"]["queueName"] == QUEUE
-    client.wait_for_job_conditions("sdk", job_kind="PyTorchJob", timeout=120)
-    assert client.is_job_succeeded("sdk", job_kind="PyTorchJob")
+    try:
+        client.create_job(job=job.build_dict(), queue_name=QUEUE)
+        created = cluster.job("PyTorchJob", "sdk") or {}
+        assert created["metadata"]["labels"][QUEUE_LABEL] == QUEUE
+        wl = wait_wl(env, cluster, created, "Admitted")
+        assert wl["spec"]["queueName"] == QUEUE
+        client.wait_for_job_conditions("sdk", job_kind="PyTorchJob", wait_timeout=120, polling_interval=1)
+        assert client.is_job_succeeded("sdk", job_kind="PyTorchJob")
+    finally:
+        client.backend.close()  # its HTTP connections (unclosed sockets otherwise)
 
 
 def test_v1_mpijob_with_a_queue_label_is_not_queued_and_says_so(
