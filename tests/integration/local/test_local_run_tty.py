@@ -489,13 +489,13 @@ def test_the_ddp_demos_script_trains_without_yaml(home: Path) -> None:
     pytest.importorskip("torch", reason="make e2e-deps installs torch into .venv")
     term = Terminal(
         "run",
-        "examples/pytorch/ddp-digits/train.py",
         "--nnodes",
         "2",
         "--nproc-per-node",
         "2",
         "-e",
         "EPOCHS=12",
+        "examples/pytorch/ddp-digits/train.py",  # torchrun's order: what follows the script is its own
         cwd=REPO,
     )
     code = term.wait(timeout=300)

@@ -131,3 +131,45 @@ def test_every_rank_gets_torchrun_s_variables_with_one_process_per_node(home: Pa
 
     got = {label: replica_lines(result.stdout, label)[1:] for label in ("master-0", "worker-0")}
     assert (result.returncode, got) == (0, {"master-0": [want(0)], "worker-0": [want(1)]}), result.stderr
+
+
+# The main process and the child it forked each record every SIGTERM they get; the main process
+# passes its SIGTERM on to the child (as torchrun's agent passes it to its workers), then both end.
+TERM_COUNTER = """\
+import os, signal, subprocess, sys, time
+who = sys.argv[1]
+def on_term(signum, frame):
+    with open(f"term-{who}", "a") as fh:
+        fh.write("TERM\\n")
+    if who == "main":
+        child.send_signal(signal.SIGTERM)
+        child.wait()
+    time.sleep(0.3)  # a second signal sent with the first would land here
+    sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+if who == "main":
+    child = subprocess.Popen([sys.executable, __file__, "child"])
+print(who, "up", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_stop_sends_one_sigterm_to_each_process_as_a_kubelet_does(home: Path, tmp_path: Path) -> None:
+    from local_harness import wait_for
+
+    (tmp_path / "term.py").write_text(TERM_COUNTER)
+    submitted = run_cli("run", "--no-logs", "--name", "term", "--dry-run", "term.py", "main", cwd=tmp_path)
+    (tmp_path / "term.yaml").write_text(submitted.stdout)
+    assert run_cli("submit", "term.yaml", cwd=tmp_path).returncode == 0
+    wait_for(
+        lambda: "child up" in run_cli("logs", "term").stdout and "main up" in run_cli("logs", "term").stdout,
+        "both processes to be up",
+    )
+    assert run_cli("suspend", "term").returncode == 0
+    wait_for(
+        lambda: (tmp_path / "term-child").exists() and "0/1" in run_cli("get", "term").stdout, "the stop"
+    )
+    assert run_cli("delete", "term").returncode == 0
+    got = {who: (tmp_path / f"term-{who}").read_text().split() for who in ("main", "child")}
+    assert got == {"main": ["TERM"], "child": ["TERM"]}

@@ -883,12 +883,13 @@ def mark_pod_lost(pod: dict[str, Any], reason: str, now: float) -> None:
 
 
 def stop_sessions(sessions: Sequence[tuple[int, int | None]], grace: float) -> None:
-    """SIGTERM each replica session, wait up to ``grace`` seconds, then SIGKILL whatever is left."""
+    """SIGTERM each replica's main process (as a kubelet: runner.OsProcessHost.signal_session), wait up
+    to ``grace`` seconds for them to end, then SIGKILL whatever is left of their sessions."""
     if grace > 0:
         for pid, ticks in sessions:
-            procs.signal_session(pid, ticks, signal.SIGTERM)
+            procs.signal_main(pid, ticks, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(procs.session_members(pid) for pid, _ in sessions):
+        while time.monotonic() < deadline and any(procs.is_alive(pid, ticks) for pid, ticks in sessions):
             time.sleep(0.05)
     for pid, ticks in sessions:
         procs.kill_session(pid, ticks)

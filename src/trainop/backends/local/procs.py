@@ -84,7 +84,8 @@ def session_members(sid: int) -> list[int]:
 
 
 def signal_session(sid: int, leader_ticks: int | None, sig: int) -> int:
-    """Send ``sig`` to every process of the replica session ``sid``; returns how many were signalled.
+    """Send ``sig`` once to every process of the replica session ``sid``; returns how many were
+    signalled: the process group by one ``killpg``, then each member that moved to a group of its own.
 
     When the leader itself is still alive but started at another time than recorded, the session id
     was reused by an unrelated process: nothing is signalled. While any member of the group lives the
@@ -93,15 +94,30 @@ def signal_session(sid: int, leader_ticks: int | None, sig: int) -> int:
     leader = read_stat(sid)
     if leader is not None and leader_ticks is not None and leader.start_ticks != leader_ticks:
         return 0
+    members = [st for st in iter_stats() if (st.sid == sid or st.pgid == sid) and st.state not in ("Z", "X")]
     count = 0
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(sid, sig)
-        count += 1
-    for pid in session_members(sid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-            count += 1
+        count += sum(1 for st in members if st.pgid == sid)
+    for st in members:
+        if st.pgid != sid:  # not in the group the killpg reached
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(st.pid, sig)
+                count += 1
     return count
+
+
+def signal_main(pid: int, ticks: int | None, sig: int) -> bool:
+    """Send ``sig`` to a replica's main process only, as a kubelet sends SIGTERM to a container's main
+    process: passing it on to its children is that process's business (torchrun's agent does), and a
+    second copy from us would run their handlers twice. False when it is gone or the pid was reused."""
+    if not is_alive(pid, ticks):
+        return False
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def kill_session(sid: int, leader_ticks: int | None) -> None:

@@ -4,9 +4,10 @@ Init containers run first, in order; then every container runs, each as a sessio
 process group), with stdout and stderr in one log file per attempt. Restart semantics follow the
 kubelet: Always/OnFailure restart in place with exponential back-off (1 s doubling to a cap),
 Never leaves the container terminated; the pod phase is computed with the kubelet's rule. Deleting
-a pod sends SIGTERM to its sessions and SIGKILL after the grace period. A replica cannot outlive its
-supervisor unnoticed (see ``_spawn``). The runner never decides anything about the job: it only runs
-pods and reports them (Kubernetes Pod JSON) for the core.
+a pod sends SIGTERM to each container's main process (once: it passes it on as it chooses) and
+SIGKILL to its sessions after the grace period. A replica cannot outlive its supervisor unnoticed
+(see ``_spawn``). The runner never decides anything about the job: it only runs pods and reports them
+(Kubernetes Pod JSON) for the core.
 
 Seams: everything the runner asks of the operating system (start a process, wait for exits, signal a
 session, a process's identity) goes through a ``ProcessHost`` (``OsProcessHost``: Popen, waitpid,
@@ -84,8 +85,10 @@ class ProcessHost(Protocol):
         ...
 
     def signal_session(self, sid: int, leader_ticks: int | None, sig: int) -> None:
-        """Send ``sig`` to every process of session ``sid`` (nothing when its leader is alive but
-        started at another time than ``leader_ticks``: the id was reused)."""
+        """Send ``sig`` as a kubelet would: SIGKILL once to every process of session ``sid``; any other
+        signal (SIGTERM) to its main process only, which passes it on as it chooses (its session
+        gets SIGKILL when it ends, ``_on_exit``). Nothing when the leader is alive but started at
+        another time than ``leader_ticks``: the id was reused."""
         ...
 
     def kill_leftovers(self, sid: int, leader_ticks: int | None) -> int:
@@ -135,7 +138,10 @@ class OsProcessHost:
         return pid, os.waitstatus_to_exitcode(status)
 
     def signal_session(self, sid: int, leader_ticks: int | None, sig: int) -> None:
-        procs.signal_session(sid, leader_ticks, sig)
+        if sig == signal.SIGKILL:
+            procs.signal_session(sid, leader_ticks, sig)
+        else:
+            procs.signal_main(sid, leader_ticks, sig)
 
     def kill_leftovers(self, sid: int, leader_ticks: int | None) -> int:
         leader = procs.read_stat(sid)
