@@ -6,6 +6,7 @@ and ``now`` in, lines of text out; no I/O, no clock.
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -273,6 +274,60 @@ def detect_failed_replica(
     return label, first.pod, e or Exit(code, _signal_reason(code)), others
 
 
+@dataclass(frozen=True, slots=True)
+class RankFailure:
+    """The rank torchrun's footer names as the root cause, and that rank's own last lines."""
+
+    rank: str
+    local_rank: str
+    code: int
+    lines: list[str]
+
+    @property
+    def reason(self) -> str:
+        if self.code < 0:  # torchrun writes a worker killed by signal n as -n
+            try:
+                return f"killed by {signal.Signals(-self.code).name}"
+            except ValueError:
+                pass
+        return "Error"
+
+
+_ROOT_CAUSE = "Root Cause (first observed failure):"
+_AGENT_LOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")  # torchrun's own log lines (glog's form)
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def detect_torchrun_failure(lines: Sequence[str]) -> RankFailure | None:
+    """From a replica's output that ends with torchrun's failure footer (ChildFailedError, whose
+    ``error_file: <N/A>`` says nothing): the root-cause rank, its exit code, and its own last lines,
+    the output before torchrun's own traceback less torchrun's log lines, from the last traceback on
+    when there is one. None when the output holds no footer."""
+    roots = [i for i, line in enumerate(lines) if line.strip() == _ROOT_CAUSE]
+    if not roots:
+        return None
+    root = roots[-1]
+    fields: dict[str, str] = {}
+    for line in lines[root + 1 : root + 12]:
+        key, sep, value = line.strip().partition(":")
+        if sep:
+            fields.setdefault(key.strip(), value.strip())
+    rank = re.match(r"(\d+) \(local_rank: (\d+)\)", fields.get("rank", ""))
+    code = re.match(r"(-?\d+)", fields.get("exitcode", ""))
+    if rank is None or code is None:
+        return None
+    end = root
+    failed_error = next((i for i in range(root - 1, -1, -1) if "ChildFailedError" in lines[i]), None)
+    if failed_error is not None:
+        agent = [i for i in range(failed_error) if lines[i].startswith(_TRACEBACK)]
+        end = agent[-1] if agent else failed_error
+    own = [line for line in lines[:end] if not _AGENT_LOG.match(line) and line.strip()]
+    starts = [i for i, line in enumerate(own) if line.startswith(_TRACEBACK)]
+    if starts:
+        own = own[starts[-1] :]
+    return RankFailure(rank.group(1), rank.group(2), int(code.group(1)), own[-TAIL_LINES:])
+
+
 def build_failure_summary(
     job: TrainingJob,
     processes: Sequence[ContainerRun],
@@ -292,14 +347,23 @@ def build_failure_summary(
     if culprit is not None:
         label, _, e, others = culprit
         view = next((v for v in views if v.label == label), None)
-        head = f"  {label} failed first: exit code {e.code} ({e.reason})"
+        tail = tails.get(label, ())
+        rank = detect_torchrun_failure(tail) if tail else None
+        if rank is not None:  # torchrun's footer: the rank that failed, in its own words
+            head = (
+                f"  {label} failed first: its rank {rank.rank} (local rank {rank.local_rank}) ended with "
+                f"exit code {rank.code} ({rank.reason}) under torchrun"
+            )
+            tail = rank.lines
+        else:
+            head = f"  {label} failed first: exit code {e.code} ({e.reason})"
         if e.message:
             head += f": {e.message}"
         if view and view.restarts:
             head += f", after {view.restarts} restart{'s' if view.restarts != 1 else ''}"
         if others:
             head += f"; {others} other replica{'s' if others != 1 else ''} ended non-zero after it"
-        lines += _with_tail(head, label, tails.get(label, ()))
+        lines += _with_tail(head, label, tail)
         logs_hint = f" --replica {label}"
     lines.append(
         f"  details: trainop describe {job.name}{flags}; output: trainop logs {job.name}{flags}{logs_hint}"

@@ -30,10 +30,10 @@ STATE_STYLES = {
 }
 
 
-def build_tail(raw: Sequence[str], n: int = live.TAIL_LINES) -> list[str]:
-    """The last ``n`` non-blank lines of a replica's output, each as a terminal would show it."""
-    lines = [render_line(t) for t in raw]
-    return [t for t in lines if t.strip()][-n:]
+def build_tail(raw: Sequence[str], n: int | None = live.TAIL_LINES) -> list[str]:
+    """The last ``n`` (None: all) non-blank lines of a replica's output, as a terminal would show them."""
+    lines = [t for t in (render_line(t) for t in raw) if t.strip()]
+    return lines if n is None else lines[-n:]
 
 
 def default_containers(job: TrainingJob) -> set[str]:
@@ -149,11 +149,13 @@ class RunView:
     def _processes(self) -> list[ContainerRun]:
         return self.feed.runs()
 
-    def _tails(self, labels: set[str], *, final: bool = False) -> dict[str, list[str] | None]:
+    def _tails(
+        self, labels: set[str], *, final: bool = False, n: int | None = live.TAIL_LINES
+    ) -> dict[str, list[str] | None]:
         """Each replica's last lines, from its latest finished run: a restart notice's run, or the
         failed run the ending names (its crash loop may have started it again since)."""
         raw = self.feed.tails(labels, self.defaults, finished_only=True, final=final)
-        return {label: None if lines is None else build_tail(lines) for label, lines in raw.items()}
+        return {label: None if lines is None else build_tail(lines, n) for label, lines in raw.items()}
 
     def still_running(self) -> list[str]:
         """Replicas whose processes still run (what cleanPodPolicy left behind)."""
@@ -180,7 +182,8 @@ class RunView:
         if state != "Succeeded":
             processes = self._processes()
             culprit = live.detect_failed_replica(job.name, processes, views, live.detect_finish_time(job))
-            tails = self._tails({culprit[0]}, final=True) if culprit else {}
+            # Every line of the tail: the summary picks its last few (past torchrun's footer, if any).
+            tails = self._tails({culprit[0]}, final=True, n=None) if culprit else {}
             out += [Text(t) for t in live.build_failure_summary(job, processes, views, tails, self.flags)]
         left = live.detect_leftovers(views, self.still_running())
         note = live.build_leftover_note(job, left, self.flags, views)

@@ -173,3 +173,36 @@ def test_a_stop_sends_one_sigterm_to_each_process_as_a_kubelet_does(home: Path, 
     assert run_cli("delete", "term").returncode == 0
     got = {who: (tmp_path / f"term-{who}").read_text().split() for who in ("main", "child")}
     assert got == {"main": ["TERM"], "child": ["TERM"]}
+
+
+RANK_ONE_RAISES = """\
+import os, time
+rank = int(os.environ["RANK"])
+print(f"rank {rank} starting", flush=True)
+if rank == 1:
+    raise ValueError("bad batch at step 3 on rank 1")
+time.sleep(60)
+"""
+
+
+def test_a_failure_under_torchrun_quotes_the_failing_rank_not_torchrun_s_footer(
+    home: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch", reason="make extra-torch installs torch (torchrun)")
+    (tmp_path / "fail.py").write_text(RANK_ONE_RAISES)
+    result = run_cli("run", "--nproc-per-node", "2", "fail.py", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "failed first" in line)
+    assert (
+        result.returncode,
+        [line.strip() for line in lines[start : start + 2]],
+        lines[start + 4].strip(),
+    ) == (
+        1,
+        [
+            "master-0 failed first: its rank 1 (local rank 1) ended with exit code 1 (Error) under torchrun; "
+            "its last lines:",
+            "master-0 | Traceback (most recent call last):",
+        ],
+        "master-0 | ValueError: bad batch at step 3 on rank 1",
+    ), result.stdout

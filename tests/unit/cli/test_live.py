@@ -164,6 +164,45 @@ def proc(
     )
 
 
+# What a replica running ``torchrun --nproc-per-node 2`` prints when its rank 1 raises (torch 2.15).
+TORCHRUN_OUTPUT = [
+    "W1127 17:22:03.774000 23779 torch/distributed/run.py:982] *****************************************",
+    "rank 0 starting",
+    "rank 1 starting",
+    "Traceback (most recent call last):",
+    '  File "/w/fail.py", line 6, in <module>',
+    '    raise ValueError("bad batch")',
+    "ValueError: bad batch",
+    "W1127 17:22:04.419000 23779 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process "
+    "23909 closing signal SIGTERM",
+    "E1127 17:22:04.421000 23779 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+    "local_rank: 1 (pid: 23910) of binary: /usr/bin/python3",
+    "Traceback (most recent call last):",
+    '  File "/usr/bin/torchrun", line 6, in <module>',
+    "    sys.exit(main())",
+    "    raise ChildFailedError(",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+    "============================================================",
+    "fail.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "[1]:",
+    "  rank      : 0 (local_rank: 0)",
+    "  exitcode  : -15 (pid: 23909)  (SIGTERM)",
+    "  error_file: <N/A>",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2026-11-27_17:22:04",
+    "  host      : localhost",
+    "  rank      : 1 (local_rank: 1)",
+    "  exitcode  : 1 (pid: 23910) ",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    "============================================================",
+]
+
+
 @pytest.mark.parametrize(
     ("processes", "views", "tails", "want"),
     [
@@ -225,6 +264,22 @@ def proc(
                 "  details: trainop describe gpu; output: trainop logs gpu --replica master-0",
             ],
             id="a crash loop restarted after the job failed: its last run before the end is the one",
+        ),
+        pytest.param(
+            [proc("gpu-master-0", 0, 1, 4.0)],
+            [],
+            {"master-0": TORCHRUN_OUTPUT},
+            [
+                "  PyTorchJobFailed: PyTorchJob gpu is failed because 1 Worker replica(s) failed.",
+                "  master-0 failed first: its rank 1 (local rank 1) ended with exit code 1 (Error) under "
+                "torchrun; its last lines:",
+                "  master-0 | Traceback (most recent call last):",
+                '  master-0 |   File "/w/fail.py", line 6, in <module>',
+                '  master-0 |     raise ValueError("bad batch")',
+                "  master-0 | ValueError: bad batch",
+                "  details: trainop describe gpu; output: trainop logs gpu --replica master-0",
+            ],
+            id="under torchrun: the failing rank's own lines and exit code, not torchrun's footer",
         ),
     ],
 )
