@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from trainop.core.observed import detect_drift
 from trainop.core.plan import CreateObject, Event, outcome_event
-from trainop.core.reconcile import detect_drift
 from trainop.testing.builders import JobBuilder, jax_job, mpi_job, pod, pytorch_job, tf_job
 
 from .harness import T0, at, created, run, service, ts, with_status
