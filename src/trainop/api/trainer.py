@@ -216,11 +216,27 @@ class MLPolicy(KubeModel):
     xgboost: XGBoostPolicy | None = None
 
     def sources(self) -> list[str]:
-        """The policy sources set (``torch``, ``mpi`` …), in declaration order; at most one is valid."""
-        return [name for name in ML_POLICY_SOURCES if getattr(self, name) is not None]
+        """The policy sources set (``torch``, ``mpi`` …, then any a registered framework added), in
+        declaration order; at most one is valid."""
+        known = [name for name in ML_POLICY_SOURCES if getattr(self, name) is not None]
+        extra = self.model_extra or {}
+        return known + [name for name in _REGISTERED_SOURCES if extra.get(name) is not None]
 
 
 ML_POLICY_SOURCES = ("torch", "mpi", "flux", "jax", "xgboost")
+# mlPolicy sources beyond upstream's, added by ``frameworks.registry.register_framework`` (a seventh
+# framework's ``MLPolicyPlugin``); upstream's CRDs prune them, trainop's parser keeps them.
+_REGISTERED_SOURCES: list[str] = []
+
+
+def register_ml_policy_source(name: str) -> None:
+    if name not in ML_POLICY_SOURCES and name not in _REGISTERED_SOURCES:
+        _REGISTERED_SOURCES.append(name)
+
+
+def unregister_ml_policy_source(name: str) -> None:
+    if name in _REGISTERED_SOURCES:
+        _REGISTERED_SOURCES.remove(name)
 
 
 class CoschedulingPolicy(KubeModel):

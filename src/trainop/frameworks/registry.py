@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from trainop.api.common import TrainingJob
 from trainop.api.kinds import register_kind, unregister_kind
+from trainop.api.trainer import register_ml_policy_source, unregister_ml_policy_source
 from trainop.core.trainjob import MLPolicyPlugin
 from trainop.frameworks.base import FrameworkPlugin
 from trainop.frameworks.jax import JAXPlugin, JAXPolicy
@@ -113,6 +114,7 @@ def register_framework(
     _REGISTERED[plugin.info.kind] = plugin
     REGISTRY.register(plugin)
     if policy is not None:
+        register_ml_policy_source(policy.ml_policy)
         _REGISTERED_POLICIES[policy.ml_policy] = policy
         REGISTRY.register_ml_policy(policy)
 
@@ -125,3 +127,4 @@ def unregister_framework(kind: str, policy: str | None = None) -> None:
     if policy is not None:
         _REGISTERED_POLICIES.pop(policy, None)
         REGISTRY.unregister_ml_policy(policy)
+        unregister_ml_policy_source(policy)

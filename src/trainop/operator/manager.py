@@ -252,11 +252,26 @@ class Operator:
                 for key in self.cache.job_keys():
                     self.queue.add(key)
                 tg.create_task(self.controller.run(), name="controller")
+                await self._start_trainjobs(tg)
                 self.started.set()
         except* LeadershipLost:
             raise LeadershipLost(
                 f"lost lease {cfg.leader_election_namespace}/{cfg.leader_election_id}"
             ) from None
+
+    async def _start_trainjobs(self, tg: asyncio.TaskGroup) -> None:
+        """Kubeflow Trainer v2 TrainJobs (operator/trainjobs.py), when their CRD is installed."""
+        from trainop.operator.trainjobs import TrainJobController
+
+        trainjobs = TrainJobController(self.client.api, self.cfg.namespace or None)
+        try:
+            found = await trainjobs.installed()
+        except Exception as exc:
+            log.warning("TrainJob controller off: cannot list TrainJobs: %s", exc)
+            return
+        if found:
+            log.info("TrainJob CRD found: reconciling trainer.kubeflow.org TrainJobs")
+            tg.create_task(trainjobs.run(), name="trainjobs")
 
     async def _check_crds(self) -> None:
         """Fail fast, as upstream does, when an enabled kind has no CRD (rather than retry forever)."""

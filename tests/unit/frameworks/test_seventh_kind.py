@@ -1,4 +1,7 @@
-"""A seventh framework is one module and a registration (issue 14): nothing else needs touching.
+"""A seventh framework is one module and a registration (issue 14): nothing else needs touching,
+for either API (issue 23: the module's ``MLPolicyPlugin`` serves Trainer v2 runtimes with
+``mlPolicy.light``, and its ``convert_to_trainjob`` lets ``trainop convert`` turn a LightJob into a
+TrainJob).
 
 ``LightJob`` below is a throw-away kind written as a new ``frameworks/light.py`` would be: its
 ``KindInfo`` row, its spec model (defaults and admission rules as hooks), its plugin (env, status rule,
@@ -23,13 +26,24 @@ from trainop.api.errors import FieldError
 from trainop.api.kinds import KIND_INFO, KindInfo
 from trainop.api.load import parse_job
 from trainop.api.rules import replica_specs_common, webhook_prelude
+from trainop.api.trainer import TrainingRuntime, TrainJob
+from trainop.api.trainer_rules import parse_trainer_object
 from trainop.api.validation import validate_job
 from trainop.backends.local.render import build_local_env, build_rendered_pod
+from trainop.core.convert import ConvertedTrainer, build_trainjob
 from trainop.core.observed import Observed
 from trainop.core.plan import CreateObject
 from trainop.core.plugin import ConditionUpdate, ReplicaCounts, capabilities
 from trainop.core.reconcile import reconcile
 from trainop.core.topology import ServiceTopology, Topology
+from trainop.core.trainjob import (
+    LoopbackTrainJobTopology,
+    PolicyContext,
+    RuntimeResolutionError,
+    reserved_env_error,
+    resolve_trainjob,
+    upsert_env,
+)
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
@@ -97,6 +111,32 @@ class LightPlugin(BasePlugin):
     ) -> dict[str, str]:
         return {}
 
+    def convert_to_trainjob(self, job: TrainingJob) -> ConvertedTrainer:
+        workers = job.replica_specs["Worker"].replicas or 1
+        return ConvertedTrainer("light-distributed", "Worker", "light", workers, None)
+
+
+class LightPolicy:
+    """Trainer v2's side of the framework: ``mlPolicy.light`` injects the peer address."""
+
+    ml_policy = "light"
+
+    def trainjob_errors(self, ctx: PolicyContext) -> list[FieldError]:
+        return reserved_env_error(ctx.job, (ENV_LIGHT_PEER,))
+
+    def enforce_ml_policy(self, ctx: PolicyContext) -> None:
+        container = ctx.trainer_container()
+        trainer = ctx.job.spec.trainer
+        step = ctx.step_by_ancestor("trainer")
+        if step is not None and trainer is not None and trainer.num_nodes is not None:
+            step.count = trainer.num_nodes
+        if container is not None:
+            port = ctx.topology.port(ctx.job.name, "node", 0, 0, INFO.default_port)
+            upsert_env(
+                container,
+                [env_var(ENV_LIGHT_PEER, f"{ctx.topology.host(ctx.job.name, 'node', 0, 0)}:{port}")],
+            )
+
 
 # --- the tests ---------------------------------------------------------------------------------------
 
@@ -104,10 +144,10 @@ class LightPlugin(BasePlugin):
 @pytest.fixture(autouse=True)
 def light() -> Iterator[LightPlugin]:
     plugin = LightPlugin(INFO)
-    register_framework(plugin, LightJob)
+    register_framework(plugin, LightJob, LightPolicy())
     yield plugin
-    unregister_framework(KIND)
-    assert KIND not in KIND_INFO and KIND not in REGISTRY
+    unregister_framework(KIND, "light")
+    assert KIND not in KIND_INFO and KIND not in REGISTRY and REGISTRY.ml_policy("light") is None
 
 
 def manifest(workers: int | None = 2, **container: Any) -> dict[str, Any]:
@@ -221,3 +261,79 @@ def test_the_cluster_backends_have_its_resource() -> None:
         "v1",
         "lightjobs",
     )
+
+
+# --- Trainer v2 -------------------------------------------------------------------------------------
+
+
+def light_runtime() -> TrainingRuntime:
+    rt = parse_trainer_object(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "ClusterTrainingRuntime",
+            "metadata": {"name": "light-distributed"},
+            "spec": {
+                "mlPolicy": {"numNodes": 1, "light": {}},
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": "node",
+                                "template": {
+                                    "metadata": {
+                                        "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                                    },
+                                    "spec": {
+                                        "template": {"spec": {"containers": [{"name": "node", "image": "l"}]}}
+                                    },
+                                },
+                            }
+                        ]
+                    }
+                },
+            },
+        }
+    )
+    assert isinstance(rt, TrainingRuntime)
+    return rt
+
+
+def light_trainjob(**trainer: Any) -> TrainJob:
+    job = parse_trainer_object(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "t"},
+            "spec": {"runtimeRef": {"name": "light-distributed"}, "trainer": {"numNodes": 3, **trainer}},
+        }
+    )
+    assert isinstance(job, TrainJob)
+    return job
+
+
+def test_trainer_v2_runtime_with_its_policy() -> None:
+    resolved = resolve_trainjob(light_trainjob(), light_runtime(), REGISTRY)
+    assert [p.name for p in resolved.pods()] == ["t-node-0-0", "t-node-0-1", "t-node-0-2"]
+    env = resolved.pods()[1].pod["spec"]["containers"][0]["env"]
+    assert env == [{"name": ENV_LIGHT_PEER, "value": "t-node-0-0.t:7777"}]
+    local = resolve_trainjob(
+        light_trainjob(), light_runtime(), REGISTRY, LoopbackTrainJobTopology({("node", 0, 0): 4000})
+    )
+    assert local.pods()[0].pod["spec"]["containers"][0]["env"] == [
+        {"name": ENV_LIGHT_PEER, "value": "127.0.0.1:4000"}
+    ]
+
+
+def test_trainer_v2_reserved_env() -> None:
+    with pytest.raises(RuntimeResolutionError) as exc:
+        resolve_trainjob(
+            light_trainjob(env=[{"name": ENV_LIGHT_PEER, "value": "x"}]), light_runtime(), REGISTRY
+        )
+    assert "invalid envs configured: [LIGHT_PEER]" in str(exc.value)
+
+
+def test_convert_to_a_trainjob() -> None:
+    job = parse_job(manifest(workers=4, command=["light-run"]))
+    got = build_trainjob(job, REGISTRY.get(KIND)).trainjob
+    assert got["spec"]["runtimeRef"]["name"] == "light-distributed"
+    assert got["spec"]["trainer"] == {"image": "light:1", "command": ["light-run"], "numNodes": 4}

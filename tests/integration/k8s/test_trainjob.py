@@ -1,0 +1,287 @@
+"""Kubeflow Trainer v2 TrainJobs on the test cluster: the operator creates the pods (named and
+addressed as JobSet names them), the headless Service and the runtime's objects, and writes
+upstream's conditions and jobsStatus; kwok plays each pod's fate from its annotations.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from k8s_harness import REPO, Cluster, OperatorProcess
+
+from trainop.backends.kubernetes import resources as r
+from trainop.operator.trainjobs import TrainJobResource
+from trainop.testing.testenv import SIM_OUTCOME, K8sEnv, wait_for
+
+RUNTIMES = REPO / "manifests" / "runtimes"
+
+
+@pytest.fixture(scope="module")
+def runtimes(k8s_env: K8sEnv, crds: None) -> None:
+    k8s_env.kubectl(
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/clustertrainingruntimes.trainer.kubeflow.org",
+    )
+    k8s_env.kubectl("apply", "-k", str(RUNTIMES))
+
+
+def _patch(step: str, annotations: dict[str, str]) -> dict[str, Any]:
+    return {
+        "name": step,
+        "template": {"spec": {"template": {"metadata": {"annotations": annotations}}}},
+    }
+
+
+def trainjob(name: str, runtime: str, fates: dict[str, str], **spec: Any) -> dict[str, Any]:
+    patches = [_patch(step, {SIM_OUTCOME: fate}) for step, fate in fates.items() if fate]
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {
+            "runtimeRef": {
+                "name": runtime,
+                **({"kind": "TrainingRuntime"} if runtime.startswith("ns-") else {}),
+            },
+            "runtimePatches": [
+                {
+                    "manager": "trainer.kubeflow.org/test",
+                    "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": patches}}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def create(cluster: Cluster, obj: dict[str, Any]) -> None:
+    obj = copy.deepcopy(obj)
+    obj["metadata"]["namespace"] = cluster.namespace
+    cluster.client.create(TrainJobResource(obj))
+
+
+def get(cluster: Cluster, name: str) -> dict[str, Any]:
+    return dict(cluster.client.get(TrainJobResource, name, namespace=cluster.namespace).to_dict())
+
+
+def wait_condition(
+    cluster: Cluster, name: str, ctype: str, status: str = "True", timeout: float = 60.0
+) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        for c in (get(cluster, name).get("status") or {}).get("conditions") or []:
+            if c["type"] == ctype and c["status"] == status:
+                return dict(c)
+        return None
+
+    return wait_for(check, timeout, f"TrainJob {name} {ctype}={status}")
+
+
+def pods(cluster: Cluster, name: str) -> list[dict[str, Any]]:
+    return [
+        dict(p)
+        for p in cluster.client.list(
+            r.Pod, namespace=cluster.namespace, labels={"jobset.sigs.k8s.io/jobset-name": name}
+        )
+    ]
+
+
+@pytest.fixture
+def trainjobs(operator: OperatorProcess, runtimes: None, cluster: Cluster) -> Iterator[Cluster]:
+    yield cluster
+
+
+def test_torch_2x2_runs_to_complete(trainjobs: Cluster) -> None:
+    create(
+        trainjobs,
+        trainjob(
+            "torch",
+            "torch-distributed",
+            {"node": "succeed"},
+            trainer={"numNodes": 2, "numProcPerNode": 2, "command": ["torchrun", "t.py"]},
+        ),
+    )
+    wait_for(lambda: len(pods(trainjobs, "torch")) == 2 or None, 60, "two node pods")
+    by_name = {p["metadata"]["name"]: p for p in pods(trainjobs, "torch")}
+    assert sorted(by_name) == ["torch-node-0-0", "torch-node-0-1"]
+    second = by_name["torch-node-0-1"]
+    assert (second["spec"]["hostname"], second["spec"]["subdomain"]) == ("torch-node-0-1", "torch")
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in second["spec"]["containers"][0]["env"]}
+    assert env["PET_MASTER_ADDR"] == "torch-node-0-0.torch"
+    assert (env["PET_NNODES"], env["PET_NPROC_PER_NODE"], env["PET_MASTER_PORT"]) == ("2", "2", "29500")
+    assert second["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == "1"
+    assert second["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+    cond = wait_condition(trainjobs, "torch", "Complete")
+    assert (cond["reason"], cond["message"]) == ("AllJobsCompleted", "jobset completed successfully")
+    status = get(trainjobs, "torch")["status"]
+    assert status["jobsStatus"] == [
+        {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+    ]
+    service = trainjobs.get(r.Service, "torch")
+    assert service is not None and service["spec"]["clusterIP"] == "None"
+
+
+def test_mpi_launcher_after_ready_nodes(trainjobs: Cluster) -> None:
+    create(
+        trainjobs,
+        trainjob(
+            "mpi",
+            "deepspeed-distributed",
+            {"node": "", "launcher": "succeed"},
+            trainer={"numNodes": 3, "command": ["mpirun", "python", "t.py"]},
+        ),
+    )
+    cond = wait_condition(trainjobs, "mpi", "Complete")
+    assert cond["reason"] == "AllJobsCompleted"
+    hostfile = trainjobs.get(r.ConfigMap, "mpi-mpi-hostfile")
+    assert hostfile is not None
+    assert (
+        hostfile["data"]["hostfile"]
+        == "mpi-node-0-0.mpi slots=1\nmpi-node-0-1.mpi slots=1\nmpi-launcher-0-0.mpi slots=1\n"
+    )
+    secret = trainjobs.get(r.Secret, "mpi-mpi-ssh-auth")
+    assert secret is not None and set(secret["data"]) == {"ssh-privatekey", "ssh-publickey"}
+    wait_for(
+        lambda: (
+            [p["metadata"]["name"] for p in pods(trainjobs, "mpi") if p["status"].get("phase") == "Running"]
+            == []
+            or None
+        ),
+        60,
+        "node pods stopped",
+    )
+
+
+def test_jax_runs_to_complete(trainjobs: Cluster) -> None:
+    create(
+        trainjobs,
+        trainjob(
+            "jx",
+            "jax-distributed",
+            {"node": "succeed"},
+            trainer={"numNodes": 2, "command": ["python", "t.py"]},
+        ),
+    )
+    wait_condition(trainjobs, "jx", "Complete")
+    env = {e["name"]: e.get("value") for e in pods(trainjobs, "jx")[0]["spec"]["containers"][0]["env"]}
+    assert env["JAX_COORDINATOR_ADDRESS"] == "jx-node-0-0.jx:29500"
+
+
+def test_initializers_before_the_trainer(trainjobs: Cluster, k8s_env: K8sEnv) -> None:
+    steps = []
+    for name in ("dataset-initializer", "model-initializer"):
+        steps.append(
+            {
+                "name": name,
+                "template": {
+                    "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": name}},
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    {
+                                        "name": name,
+                                        "image": "init",
+                                        "volumeMounts": [{"name": "initializer", "mountPath": "/workspace"}],
+                                    }
+                                ],
+                                "volumes": [{"name": "initializer", "emptyDir": {}}],
+                            }
+                        }
+                    },
+                },
+            }
+        )
+    steps.append(
+        {
+            "name": "node",
+            "dependsOn": [
+                {"name": "dataset-initializer", "status": "Complete"},
+                {"name": "model-initializer", "status": "Complete"},
+            ],
+            "template": {
+                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "t"}]}}},
+            },
+        }
+    )
+    runtime = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {
+            "name": "ns-with-init",
+            "namespace": trainjobs.namespace,
+            "labels": {"trainer.kubeflow.org/framework": "torch"},
+        },
+        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}, "template": {"spec": {"replicatedJobs": steps}}},
+    }
+    k8s_env.kubectl("apply", "-f", "-", input=json.dumps(runtime))
+    fates = {"dataset-initializer": "succeed", "model-initializer": "succeed", "node": "succeed"}
+    create(
+        trainjobs,
+        trainjob(
+            "init",
+            "ns-with-init",
+            fates,
+            initializer={"dataset": {"storageUri": "hf://a/b"}, "model": {"storageUri": "hf://c/d"}},
+            trainer={"numNodes": 1},
+        ),
+    )
+    wait_for(lambda: len(pods(trainjobs, "init")) >= 2 or None, 60, "initializer pods")
+    first = {p["metadata"]["name"] for p in pods(trainjobs, "init")}
+    assert "init-node-0-0" not in first or all(
+        p["status"].get("phase") == "Succeeded"
+        for p in pods(trainjobs, "init")
+        if "initializer" in p["metadata"]["name"]
+    )
+    wait_condition(trainjobs, "init", "Complete")
+    by_name = {p["metadata"]["name"]: p for p in pods(trainjobs, "init")}
+    node_created = by_name["init-node-0-0"]["metadata"]["creationTimestamp"]
+    for init in ("init-dataset-initializer-0-0", "init-model-initializer-0-0"):
+        finished = by_name[init]["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+        assert finished <= node_created, (
+            f"{init} finished {finished}, after the node was created {node_created}"
+        )
+    env = {
+        e["name"]: e.get("value")
+        for e in by_name["init-dataset-initializer-0-0"]["spec"]["containers"][0]["env"]
+    }
+    assert env["STORAGE_URI"] == "hf://a/b"
+
+
+def test_a_failing_node_fails_the_trainjob(trainjobs: Cluster) -> None:
+    create(trainjobs, trainjob("bad", "torch-distributed", {"node": "fail"}, trainer={"numNodes": 2}))
+    cond = wait_condition(trainjobs, "bad", "Failed")
+    assert (cond["reason"], cond["message"]) == (
+        "FailedJobs",
+        "jobset failed due to one or more job failures",
+    )
+
+
+def test_suspend_and_resume(trainjobs: Cluster) -> None:
+    create(
+        trainjobs, trainjob("sus", "torch-distributed", {"node": ""}, trainer={"numNodes": 2}, suspend=True)
+    )
+    cond = wait_condition(trainjobs, "sus", "Suspended")
+    assert (cond["reason"], cond["message"]) == ("Suspended", "TrainJob is suspended")
+    assert pods(trainjobs, "sus") == []
+    trainjobs.client.patch(
+        TrainJobResource, "sus", {"spec": {"suspend": False}}, namespace=trainjobs.namespace
+    )
+    cond = wait_condition(trainjobs, "sus", "Suspended", status="False")
+    assert cond["reason"] == "Resumed"
+    wait_for(lambda: len(pods(trainjobs, "sus")) == 2 or None, 60, "pods after resume")
+
+
+def test_active_deadline_seconds(trainjobs: Cluster) -> None:
+    create(
+        trainjobs,
+        trainjob("late", "torch-distributed", {"node": ""}, trainer={"numNodes": 1}, activeDeadlineSeconds=3),
+    )
+    cond = wait_condition(trainjobs, "late", "Failed", timeout=60)
+    assert (cond["reason"], cond["message"]) == ("DeadlineExceeded", "TrainJob exceeded its active deadline")
