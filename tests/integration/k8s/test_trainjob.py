@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from k8s_harness import REPO, Cluster, OperatorProcess
+from lightkube.types import PatchType
 
 from trainop.backends.kubernetes import resources as r
 from trainop.operator.trainjobs import TrainJobResource
@@ -271,7 +272,11 @@ def test_suspend_and_resume(trainjobs: Cluster) -> None:
     assert (cond["reason"], cond["message"]) == ("Suspended", "TrainJob is suspended")
     assert pods(trainjobs, "sus") == []
     trainjobs.client.patch(
-        TrainJobResource, "sus", {"spec": {"suspend": False}}, namespace=trainjobs.namespace
+        TrainJobResource,
+        "sus",
+        {"spec": {"suspend": False}},
+        namespace=trainjobs.namespace,
+        patch_type=PatchType.MERGE,
     )
     cond = wait_condition(trainjobs, "sus", "Suspended", status="False")
     assert cond["reason"] == "Resumed"
