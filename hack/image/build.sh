@@ -68,5 +68,7 @@ stamp "image: buildah build --build-arg BASE=$BASE -t $TAG"
   --build-arg "BASE=$BASE" -t "$TAG" -f Dockerfile .
 rm -f "$OUT"
 "${BUILDAH[@]}" push -q "$TAG" "oci-archive:$OUT:$TAG"
+# The image a rebuild replaced (untagged) goes: vfs keeps every layer whole.
+"${BUILDAH[@]}" rmi --prune >/dev/null 2>&1 || true
 size=$(stat -c %s "$OUT")
 stamp "image: $OUT ($TAG): $(( size / 1024 / 1024 )) MiB ($size bytes)"

@@ -1,7 +1,7 @@
 """What the deployment tests share (issue 26): where Helm, promtool and the built image are, the
 dashboard's queries and the alert rules as data, and the operator metric names a PromQL expression uses.
 
-Nothing here starts a process; the tests under tests/*/deploy do.
+Nothing here starts a long-lived process; the tests do.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,6 @@ class ToolMissingError(RuntimeError):
 
 def find_helm() -> Path:
     """hack/testenv/build.sh's Helm (its version pinned in hack/testenv/versions.env)."""
-    import subprocess
-
     build = REPO / "hack" / "testenv" / "build.sh"
     got = subprocess.run([str(build), "--print-helm"], capture_output=True, text=True, timeout=60)
     path = Path(got.stdout.strip())
@@ -205,8 +204,11 @@ def build_container_command(
     import shlex
 
     q = shlex.quote
+    # Mount points as paths inside the root filesystem: /var/run is a link to /run in Debian, and a
+    # link followed from the host would lead out of the image.
+    inside = {build_path_in_root(rootfs, target): source for target, source in mounts.items()}
     lines = ["set -e", f"R={q(str(rootfs))}"]
-    for target in mounts:
+    for target in inside:
         lines.append(f'mkdir -p "$R"{q(target)}')
     lines += [
         'mount --bind "$R" "$R"',
@@ -215,7 +217,7 @@ def build_container_command(
         'mount --rbind /dev "$R/dev"',
         'mount -t proc proc "$R/proc"',
     ]
-    for target, source in mounts.items():
+    for target, source in inside.items():
         lines.append(f'mount --bind {q(str(source))} "$R"{q(target)}')
         lines.append(f'mount -o remount,bind,ro "$R"{q(target)}')
     full_env = {**config.env, **env}
@@ -224,4 +226,44 @@ def build_container_command(
         f'cd "$R"{q(config.workdir)} && exec chroot --userspec={q(config.user)} "$R" '
         f"env -i {' '.join(q(f'{k}={v}') for k, v in full_env.items())} {' '.join(q(a) for a in argv)}"
     )
-    return ["unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c", "\n".join(lines)]
+    # No --fork: the shell execs chroot, which execs the entrypoint, so the process started is the
+    # operator itself and gets the test's signals, as PID 1 of a container would.
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(lines)]
+
+
+def build_path_in_root(rootfs: Path, path: str) -> str:
+    """``path`` with the root filesystem's symbolic links resolved inside it (absolute links re-rooted)."""
+    parts = [p for p in path.split("/") if p]
+    out: list[str] = []
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        if part == "..":
+            if out:
+                out.pop()
+            continue
+        candidate = rootfs.joinpath(*out, part)
+        if candidate.is_symlink():
+            hops += 1
+            assert hops < 40, f"{path}: too many symbolic links in {rootfs}"
+            link = os.readlink(candidate)
+            if link.startswith("/"):
+                out = []
+            parts = [p for p in link.split("/") if p and p != "."] + parts
+            continue
+        out.append(part)
+    return "/" + "/".join(out)
+
+
+# The Prometheus Operator's CRDs (ServiceMonitor, PrometheusRule), for installing the chart with its
+# monitoring objects on the test control plane: read from the operator's Go module (the module proxy).
+PROMETHEUS_OPERATOR_MODULE = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+
+
+def find_prometheus_operator_crds() -> list[Path]:
+    cmd = ["go", "mod", "download", "-json", PROMETHEUS_OPERATOR_MODULE]
+    got = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO / "hack")
+    if got.returncode != 0:
+        raise ToolMissingError(f"go mod download {PROMETHEUS_OPERATOR_MODULE}: {got.stdout}{got.stderr}")
+    crds = Path(json.loads(got.stdout)["Dir"]) / "example" / "prometheus-operator-crd"
+    return [crds / f"monitoring.coreos.com_{n}.yaml" for n in ("servicemonitors", "prometheusrules")]

@@ -41,9 +41,11 @@ from trainop.testing.deploy import (
     alert_queries,
     build_container_command,
     build_grafana_expr,
+    dashboard,
     dashboard_queries,
     extract_image,
     find_helm,
+    find_prometheus_operator_crds,
     find_tool,
     image_archive,
     package_version,
@@ -97,7 +99,7 @@ class Container:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.terminate()  # unshare forwards SIGTERM to the operator (its child)
+            self.proc.terminate()  # the operator itself (unshare and chroot exec it)
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -357,20 +359,13 @@ def test_the_image_is_the_package_non_root(installed: Installed) -> None:
     got = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert (got.returncode, got.stdout.strip()) == (0, f"trainop {package_version()}"), got.stderr
     # The running operator: the image's user, and its root filesystem is not writable.
-    status = Path(f"/proc/{operator_pid(installed.op)}/status").read_text()
+    status = Path(f"/proc/{installed.op.proc.pid}/status").read_text()
     uids = next(line.split()[1:] for line in status.splitlines() if line.startswith("Uid:"))
     assert set(uids) == {"65532"}
     probe = build_container_command(rootfs, config, [], env={}, mounts={})
     probe[-1] = probe[-1].rsplit(" env -i ", 1)[0] + " /bin/sh -c 'touch /opt/trainop/x'"
     got = subprocess.run(probe, capture_output=True, text=True, timeout=60)
     assert got.returncode != 0 and "Read-only file system" in got.stderr, got
-
-
-def operator_pid(op: Container) -> int:
-    """The operator's pid: unshare's child's (sh exec'ed chroot exec'ed env exec'ed python)."""
-    children = Path(f"/proc/{op.proc.pid}/task/{op.proc.pid}/children").read_text().split()
-    assert len(children) == 1, children
-    return int(children[0])
 
 
 def test_webhook_answers_through_the_image(installed: Installed, jobs_ran: str) -> None:
@@ -389,6 +384,40 @@ def test_jobs_run_to_the_end_with_the_charts_rbac(installed: Installed, jobs_ran
         line for line in installed.op.log.read_text().splitlines() if f'User "{sa_user}" cannot' in line
     ]
     assert denied == []
+
+
+def monitoring_values(on: str) -> list[str]:
+    keys = ("grafanaDashboard.enabled", "metrics.serviceMonitor.enabled", "metrics.prometheusRule.enabled")
+    return [RELEASE, str(CHART), "-n", NS, "--reuse-values", *(f"--set={k}={on}" for k in keys)]
+
+
+def test_readme_upgrade_adds_the_dashboard_and_prometheus_operator_objects(installed: Installed) -> None:
+    """README's `helm upgrade ... --set grafanaDashboard.enabled=true` (and the ServiceMonitor and
+    PrometheusRule), against the Prometheus Operator's real CRDs."""
+    env = installed.env
+    crds = find_prometheus_operator_crds()
+    for crd in crds:
+        env.kubectl("apply", "--server-side", "-f", str(crd), timeout=120)
+    try:
+        names = ["crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com"]
+        env.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+        vwc_before = env.kubectl_json("get", "validatingwebhookconfiguration", VWC)["webhooks"]
+        helm("upgrade", *monitoring_values("true"), env=env)
+        cm = env.kubectl_json("get", "configmap", "training-operator-dashboard", namespace=NS)
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert json.loads(cm["data"]["trainop.json"]) == dashboard()
+        monitor = env.kubectl_json("get", "servicemonitor", "training-operator", namespace=NS)
+        service = env.kubectl_json("get", "service", "training-operator", namespace=NS)
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+        assert monitor["spec"]["endpoints"][0]["port"] in [p["name"] for p in service["spec"]["ports"]]
+        rule = env.kubectl_json("get", "prometheusrule", "training-operator", namespace=NS)
+        assert rule["spec"] == yaml.safe_load(ALERTS.read_text())
+        # The upgrade leaves what the operator wrote: the caBundle (and here the test's URL clientConfig).
+        assert env.kubectl_json("get", "validatingwebhookconfiguration", VWC)["webhooks"] == vwc_before
+    finally:
+        helm("upgrade", *monitoring_values("false"), check=False, env=env)
+        for crd in crds:
+            env.kubectl("delete", "-f", str(crd), "--ignore-not-found", "--wait=false", check=False)
 
 
 # --- Prometheus -------------------------------------------------------------------------------------------
