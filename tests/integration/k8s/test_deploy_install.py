@@ -31,6 +31,7 @@ import yaml
 from k8s_harness import Cluster, annotate
 
 from trainop.backends.kubernetes import resources as r
+from trainop.operator.webhook import webhook_path
 from trainop.testing.builders import pytorch_job
 from trainop.testing.deploy import (
     ALERTS,
@@ -134,6 +135,7 @@ class Installed:
     rootfs: Path
     op: Container
     token: str
+    webhook_port: int
 
 
 def helm(*args: str, check: bool = True, env: K8sEnv) -> subprocess.CompletedProcess[str]:
@@ -154,6 +156,24 @@ def adopt_existing_crds(env: K8sEnv) -> None:
         env.kubectl("label", "--overwrite", "crd", name, "app.kubernetes.io/managed-by=Helm")
         env.kubectl("annotate", "--overwrite", "crd", name, f"meta.helm.sh/release-name={RELEASE}",
                     f"meta.helm.sh/release-namespace={NS}")  # fmt: skip
+
+
+def point_webhooks(env: K8sEnv, token: str, port: int | None) -> None:
+    """Point the webhooks at the image's webhook server on loopback (``port``), or back at the chart's
+    Service (None: how `helm upgrade` must find them, or its patch would carry both); either way only
+    for this module's namespaces, and keeping the caBundle the operator injected."""
+    with env.client() as c:
+        vwc: dict[str, Any] = dict(c.get(r.ValidatingWebhookConfiguration, VWC))
+        for w in vwc["webhooks"]:
+            path = webhook_path(w["name"].split(".")[1])
+            bundle = {"caBundle": w["clientConfig"]["caBundle"]} if "caBundle" in w["clientConfig"] else {}
+            if port is None:
+                service = {"name": "training-operator", "namespace": NS, "path": path, "port": 443}
+                w["clientConfig"] = {"service": service, **bundle}
+            else:
+                w["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", **bundle}
+            w["namespaceSelector"] = {"matchLabels": {SELECTOR_LABEL: token}}
+        c.replace(r.ValidatingWebhookConfiguration(vwc))
 
 
 def chart_container(env: K8sEnv) -> dict[str, Any]:
@@ -190,15 +210,8 @@ def installed(
     op: Container | None = None
     try:
         out = helm("install", RELEASE, str(CHART), "-n", NS, "--create-namespace", env=k8s_env).stdout
-        # Point the webhooks at the image's webhook server on loopback, for this module's namespaces.
         port = free_port()
-        with k8s_env.client() as c:
-            vwc: dict[str, Any] = dict(c.get(r.ValidatingWebhookConfiguration, VWC))
-            for w in vwc["webhooks"]:
-                path = w["clientConfig"]["service"]["path"]
-                w["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}"}
-                w["namespaceSelector"] = {"matchLabels": {SELECTOR_LABEL: token}}
-            c.replace(r.ValidatingWebhookConfiguration(vwc))
+        point_webhooks(k8s_env, token, port)
         # What the kubelet mounts into the pod for its ServiceAccount.
         sa = tmp / "serviceaccount"
         sa.mkdir()
@@ -238,7 +251,7 @@ def installed(
             return http_get(f"http://127.0.0.1:{probe_port}/readyz")[0] == 200 or None
 
         wait_for(ready, 120, f"the image's operator /readyz ({log})")
-        yield Installed(k8s_env, out, config, rootfs, op, token)
+        yield Installed(k8s_env, out, config, rootfs, op, token, port)
     finally:
         if op is not None:
             op.stop()
@@ -402,7 +415,16 @@ def test_readme_upgrade_adds_the_dashboard_and_prometheus_operator_objects(insta
         names = ["crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com"]
         env.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
         vwc_before = env.kubectl_json("get", "validatingwebhookconfiguration", VWC)["webhooks"]
-        helm("upgrade", *monitoring_values("true"), env=env)
+        point_webhooks(env, installed.token, None)
+        try:
+            helm("upgrade", *monitoring_values("true"), env=env)
+            # The upgrade keeps what the operator wrote into the chart's objects: the caBundle.
+            after = env.kubectl_json("get", "validatingwebhookconfiguration", VWC)["webhooks"]
+            assert [w["clientConfig"]["caBundle"] for w in after] == [
+                w["clientConfig"]["caBundle"] for w in vwc_before
+            ]
+        finally:
+            point_webhooks(env, installed.token, installed.webhook_port)
         cm = env.kubectl_json("get", "configmap", "training-operator-dashboard", namespace=NS)
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert json.loads(cm["data"]["trainop.json"]) == dashboard()
@@ -412,10 +434,11 @@ def test_readme_upgrade_adds_the_dashboard_and_prometheus_operator_objects(insta
         assert monitor["spec"]["endpoints"][0]["port"] in [p["name"] for p in service["spec"]["ports"]]
         rule = env.kubectl_json("get", "prometheusrule", "training-operator", namespace=NS)
         assert rule["spec"] == yaml.safe_load(ALERTS.read_text())
-        # The upgrade leaves what the operator wrote: the caBundle (and here the test's URL clientConfig).
         assert env.kubectl_json("get", "validatingwebhookconfiguration", VWC)["webhooks"] == vwc_before
     finally:
+        point_webhooks(env, installed.token, None)
         helm("upgrade", *monitoring_values("false"), check=False, env=env)
+        point_webhooks(env, installed.token, installed.webhook_port)
         for crd in crds:
             env.kubectl("delete", "-f", str(crd), "--ignore-not-found", "--wait=false", check=False)
 
