@@ -7,6 +7,7 @@ shared claim; a failing node fails the TrainJob and stops the others.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -158,6 +159,72 @@ def test_initializers_run_first_and_share_the_claim(home: Path, tmp_path: Path) 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[init-order-node-0-0] got hf://org/tiny weights" in result.stdout
     assert result.stdout.rstrip().endswith("TrainJob init-order Complete")
+
+
+def test_a_trainjob_with_initializers_fine_tunes_the_tiny_model(home: Path, tmp_path: Path) -> None:
+    """The fine-tuning programs (trainop.programs) as a TrainJob's steps: the dataset and model
+    initializers take STORAGE_URI from spec.initializer and fill the shared claim, then the node runs
+    the LoRA trainer under torchrun on what they left there."""
+    import transformers
+
+    from trainop.testing import finetune
+
+    lm = finetune.write_tiny_causal_lm(tmp_path / "tiny-gpt")
+    data = finetune.write_json_dataset(tmp_path / "lm-data", {"text": finetune.build_corpus(16)})
+    py = sys.executable
+    init = [py, "-m", "trainop.programs.storage_initializer", "--workspace", "/workspace"]
+    dataset_cmd = [
+        *init,
+        "--dataset_provider",
+        "hf",
+        "--dataset_provider_parameters",
+        '{"repo_id": "$(STORAGE_URI)"}',
+    ]
+    model_params = '{"model_uri": "$(STORAGE_URI)", "transformer_type": "AutoModelForCausalLM"}'
+    model_cmd = [*init, "--model_provider", "hf", "--model_provider_parameters", model_params]
+    trainer_cmd = ["torchrun", "--no-python", py, "-m", "trainop.programs.hf_llm_training"]
+    steps = [
+        _step("dataset-initializer", "dataset-initializer", "dataset-initializer", dataset_cmd),
+        _step("model-initializer", "model-initializer", "model-initializer", model_cmd),
+        _step("node", "trainer", "node", trainer_cmd, depends=["dataset-initializer", "model-initializer"]),
+    ]
+    training = transformers.TrainingArguments(
+        output_dir="/workspace/out",
+        max_steps=2,
+        logging_steps=1,
+        per_device_train_batch_size=2,
+        learning_rate=0.05,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+    ).to_dict()
+    args = [
+        "--model_uri", f"file://{lm}",
+        "--transformer_type", "AutoModelForCausalLM",
+        "--model_dir", "/workspace/model",
+        "--dataset_dir", "/workspace/dataset",
+        "--lora_config", json.dumps({"r": 4}),
+        "--training_parameters", json.dumps(training),
+    ]  # fmt: skip
+    path = _write(
+        tmp_path / "job.yaml",
+        _runtime("finetune", steps),
+        _trainjob(
+            "tune",
+            "finetune",
+            initializer={
+                "dataset": {"storageUri": f"file://{data}"},
+                "model": {"storageUri": f"file://{lm}"},
+            },
+            trainer={"numNodes": 1, "args": args},
+        ),
+    )
+    result = run_cli("run", str(path), cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr
+    out = result.stdout
+    assert f"dataset {data}: saved to" in out.replace("file://", "")
+    assert "[tune-node-0-0] trainer: step 2 loss" in out, out[-3000:]
+    assert out.rstrip().endswith("TrainJob tune Complete")
 
 
 def test_a_failing_node_fails_the_trainjob(home: Path, tmp_path: Path) -> None:
