@@ -37,10 +37,8 @@ class DatasetInitializer(KubeModel):
     secret_ref: dict[str, Any] | None = None
 
 
-class ModelInitializer(KubeModel):
-    storage_uri: str | None = None
-    env: list[dict[str, Any]] | None = None
-    secret_ref: dict[str, Any] | None = None
+class ModelInitializer(DatasetInitializer):
+    """The same fields as the dataset's; it overrides the ``model-initializer`` job."""
 
 
 class Initializer(KubeModel):
