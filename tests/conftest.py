@@ -24,12 +24,19 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
+# What a test module imports to reach a binary of hack/testenv/build.sh without the k8s_env fixture
+# (kubectl, Helm, Kueue, scheduler-plugins).
+TESTENV_FINDERS = ("find_bin_dir", "find_helm", "find_kueue_dir", "find_scheduler_plugins_dir")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that uses the control plane (``k8s_env``, directly or through another fixture) is
-    marked ``k8s``: ``make test`` runs ``-m "not k8s"`` while the binaries still build, then ``-m k8s``
-    (Makefile), so a test missing the mark would fail for a binary not built yet."""
+    """Every test that needs a binary build.sh makes is marked ``k8s``: one that uses the control plane
+    (``k8s_env``, directly or through another fixture) or whose module imports a finder above. ``make
+    test`` runs ``-m "not k8s"`` while the binaries still build, then ``-m k8s`` (Makefile), so a test
+    missing the mark would fail for a binary not built yet."""
     for item in items:
-        if "k8s_env" in getattr(item, "fixturenames", ()):
+        module = getattr(item, "module", None)
+        if "k8s_env" in getattr(item, "fixturenames", ()) or any(hasattr(module, f) for f in TESTENV_FINDERS):
             item.add_marker(pytest.mark.k8s)
 
 

@@ -82,14 +82,14 @@ main() {
   table() {  # run-start-epoch: print each binary with its build time in this run, or "cached"
     local since="$1" row label version what dir rec secs total=0
     printf '%s\n' "testenv build times (cold = built by this run; cached = already in $CACHE_ROOT):"
-    printf '  %-14s %-9s %-58s %s\n' "step" "version" "binaries" "seconds"
+    printf '  %-14s %-9s %-62s %s\n' "step" "version" "binaries" "seconds"
     for row in "${ROWS[@]}"; do
       IFS='|' read -r label version what dir <<<"$row"
       rec="$(awk -v l="$label" -v s="$since" '$1 == l && $3 >= s {t = $2} END {print t}' "$dir/.build-times" 2>/dev/null || true)"
       if [[ -n "$rec" ]]; then secs="$rec"; total=$((total + rec)); else secs="cached"; fi
-      printf '  %-14s %-9s %-58s %s\n' "$label" "$version" "$what" "$secs"
+      printf '  %-14s %-9s %-62s %s\n' "$label" "$version" "$what" "$secs"
     done
-    printf '  %-14s %-9s %-58s %s\n' "total" "" "" "$total"
+    printf '  %-14s %-9s %-62s %s\n' "total" "" "" "$total"
   }
 
   case "${1:-}" in
