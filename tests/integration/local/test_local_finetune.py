@@ -139,8 +139,14 @@ def adapter_changes_output(base_dir: Path, adapter: Path, model_class: str) -> t
     return tuple(after.shape)
 
 
-def test_causal_lm_with_lora_on_two_workers(home: Path, assets: Assets) -> None:
-    client = TrainingClient(backend="local", local_home=str(home))
+@pytest.fixture
+def client(home: Path) -> Iterator[TrainingClient]:
+    c = TrainingClient(backend="local", local_home=str(home))
+    yield c
+    c.backend.close()  # the state database's connection
+
+
+def test_causal_lm_with_lora_on_two_workers(home: Path, assets: Assets, client: TrainingClient) -> None:
     import transformers
 
     run_train(
@@ -200,7 +206,7 @@ def s3_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_classifier_from_a_cached_hub_model_and_an_s3_dataset(
-    home: Path, assets: Assets, tmp_path: Path, s3_server: str
+    home: Path, assets: Assets, tmp_path: Path, s3_server: str, client: TrainingClient
 ) -> None:
     """num_labels=3 on 1 worker x 2 processes; the model is hf:// from a pre-filled hub cache with
     HF_HUB_OFFLINE=1; the dataset comes from S3 with an endpoint and keys as a user passes them."""
@@ -221,7 +227,6 @@ def test_classifier_from_a_cached_hub_model_and_an_s3_dataset(
     finetune.fill_hub_cache(cache, "acme/tiny-bert", assets.classifier)
     offline = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
 
-    client = TrainingClient(backend="local", local_home=str(home))
     run_train(
         client,
         "cls",
