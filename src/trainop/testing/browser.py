@@ -96,18 +96,24 @@ class UiServer:
         except urllib.error.HTTPError as exc:
             return int(exc.code), exc.read()
 
-    def rss_peak_kib(self) -> int:
-        """The server process's peak resident memory (VmHWM), KiB."""
+    def status_field(self, name: str) -> int:
+        """A number from the server's /proc/PID/status: ``VmHWM`` (peak RSS, KiB), ``Threads`` …"""
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{name}:"):
                 return int(line.split()[1])
-        raise AssertionError("no VmHWM in /proc/PID/status")
+        raise AssertionError(f"no {name} in /proc/{self.proc.pid}/status")
 
-    def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS in /proc/PID/status")
+    def open_files(self, suffix: str = "") -> int:
+        """How many files the server has open (those whose path ends with ``suffix``)."""
+        fd_dir = f"/proc/{self.proc.pid}/fd"
+        paths = []
+        for fd in os.listdir(fd_dir):
+            with contextlib.suppress(OSError):
+                paths.append(os.readlink(f"{fd_dir}/{fd}"))
+        return sum(p.endswith(suffix) for p in paths)
+
+    def rss_peak_kib(self) -> int:
+        return self.status_field("VmHWM")
 
 
 @contextlib.contextmanager

@@ -273,12 +273,15 @@ class _LogPump:
 
     END = object()
 
-    def __init__(self, lines: Any, close: Callable[[], None]) -> None:
+    def __init__(self) -> None:
         self.q: queue.Queue[Any] = queue.Queue(maxsize=LOG_QUEUE_LINES)
         self.stopped = threading.Event()
+        self.lines: Any = iter(())
+        self.close: Callable[[], None] = lambda: None
+
+    def start(self, lines: Any, close: Callable[[], None]) -> None:
         self.lines, self.close = lines, close
-        self.thread = threading.Thread(target=self._run, name="trainop-ui-log", daemon=True)
-        self.thread.start()
+        threading.Thread(target=self._run, name="trainop-ui-log", daemon=True).start()
 
     def _put(self, item: Any) -> bool:
         while not self.stopped.is_set():
@@ -302,7 +305,13 @@ class _LogPump:
 
     def batch(self) -> list[Any]:
         """Blocks for the first item, then takes what else is there (up to a batch)."""
-        out = [self.q.get()]
+        while True:  # a page that went away sets ``stopped``: this executor thread is not kept waiting
+            try:
+                out = [self.q.get(timeout=0.5)]
+                break
+            except queue.Empty:
+                if self.stopped.is_set():
+                    return [self.END]
         size = 0
         with contextlib.suppress(queue.Empty):
             while len(out) < LOG_BATCH_LINES and size < LOG_BATCH_BYTES and hasattr(out[-1], "text"):
@@ -321,70 +330,70 @@ def _log_args(request: web.Request) -> tuple[str, str, str | None, str | None]:
     )
 
 
-async def stream_logs(request: web.Request) -> web.StreamResponse:
-    """A replica's log followed live (``logs -f``): batches of ``[replica, container, text]`` with
-    each line as a terminal shows it (a ``\\r`` bar's last state), then ``end``."""
+async def _pump_logs(
+    request: web.Request,
+    follow: bool,
+    headers: dict[str, str],
+    send: Callable[[web.StreamResponse, list[Any]], Awaitable[None]],
+) -> web.StreamResponse:
+    """Open the log (a 404 with the backend's words when it cannot be), then send what the pump reads,
+    batch by batch, until its end; the pump is stopped however this ends (a page that went away
+    cancels the handler: its reader must not go on waiting for the job)."""
     source = request.app[SOURCE]
     ns, name, replica, container = _log_args(request)
-    try:
-        lines, close = await source.call(source.open_logs, name, ns, replica, container, True)
-    except BackendError as exc:
-        return web.json_response({"error": _error(exc)}, status=404)
-    pump = _LogPump(lines, close)
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
+    pump = _LogPump()
     loop = asyncio.get_running_loop()
     try:
+        try:
+            lines, close = await source.call(
+                source.open_logs, name, ns, replica, container, follow, pump.stopped.is_set
+            )
+        except BackendError as exc:
+            return web.json_response({"error": _error(exc)}, status=404)
+        pump.start(lines, close)
+        response = web.StreamResponse(headers=headers)
+        await response.prepare(request)
         while True:
             items = await loop.run_in_executor(None, pump.batch)
-            done = items[-1] is _LogPump.END or isinstance(items[-1], BackendError)
-            rows = [[ln.replica, ln.container, render_line(ln.text)] for ln in items if hasattr(ln, "text")]
-            if rows:  # msgspec: a gigabyte of log is JSON-encoded 5x faster than with json
-                await response.write(b"event: lines\ndata: " + _ENCODE(rows) + b"\n\n")
-            if isinstance(items[-1], BackendError):
-                await response.write(
-                    b"event: failed\ndata: " + json.dumps(_error(items[-1])).encode() + b"\n\n"
-                )
-            if done:
-                await response.write(b"event: end\ndata: {}\n\n")
-                break
+            await send(response, items)
+            if items[-1] is _LogPump.END or isinstance(items[-1], BackendError):
+                return response
     except (ConnectionResetError, asyncio.CancelledError):
-        pass
+        return web.Response(status=499)  # nobody reads it: the client has gone
     finally:
         pump.stopped.set()
-    return response
+
+
+async def stream_logs(request: web.Request) -> web.StreamResponse:
+    """A replica's log followed live (``logs -f``): batches of ``[replica, container, text]`` with
+    each line as a terminal shows it (a ``\r`` bar's last state), then ``end``."""
+
+    async def send(response: web.StreamResponse, items: list[Any]) -> None:
+        rows = [[ln.replica, ln.container, render_line(ln.text)] for ln in items if hasattr(ln, "text")]
+        if rows:  # msgspec: a gigabyte of log is JSON-encoded 5x faster than with json
+            await response.write(b"event: lines\ndata: " + _ENCODE(rows) + b"\n\n")
+        if isinstance(items[-1], BackendError):
+            await response.write(b"event: failed\ndata: " + _ENCODE(_error(items[-1])) + b"\n\n")
+        if items[-1] is _LogPump.END or isinstance(items[-1], BackendError):
+            await response.write(b"event: end\ndata: {}\n\n")
+
+    headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    return await _pump_logs(request, True, headers, send)
 
 
 async def download_logs(request: web.Request) -> web.StreamResponse:
     """The log as it is now, as plain text (``trainop logs``), streamed."""
-    source = request.app[SOURCE]
-    ns, name, replica, container = _log_args(request)
-    try:
-        lines, close = await source.call(source.open_logs, name, ns, replica, container, False)
-    except BackendError as exc:
-        return web.json_response({"error": _error(exc)}, status=404)
-    pump = _LogPump(lines, close)
+    name, replica = request.match_info["name"], request.query.get("replica")
     filename = f"{name}-{replica}.log" if replica else f"{name}.log"
-    response = web.StreamResponse(
-        headers={
-            "Content-Type": "text/plain; charset=utf-8",
-            "Content-Disposition": f'attachment; filename="{filename}"',
-        }
-    )
-    await response.prepare(request)
-    loop = asyncio.get_running_loop()
-    try:
-        while True:
-            items = await loop.run_in_executor(None, pump.batch)
-            text = "".join(ln.text + "\n" for ln in items if hasattr(ln, "text"))
-            await response.write(text.encode())
-            if items[-1] is _LogPump.END or isinstance(items[-1], BackendError):
-                break
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
-    finally:
-        pump.stopped.set()
-    return response
+
+    async def send(response: web.StreamResponse, items: list[Any]) -> None:
+        await response.write("".join(ln.text + "\n" for ln in items if hasattr(ln, "text")).encode())
+
+    headers = {
+        "Content-Type": "text/plain; charset=utf-8",
+        "Content-Disposition": f'attachment; filename="{filename}"',
+    }
+    return await _pump_logs(request, False, headers, send)
 
 
 # ---- acting ----
@@ -490,7 +499,8 @@ def serve(
     app = build_app(source, state)
 
     async def main() -> None:
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        # handler_cancellation: a page that goes away cancels its handler, which stops its log reader
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0, handler_cancellation=True)
         await runner.setup()
         await web.SockSite(runner, sock).start()
         announce(f"http://{shown}:{bound}/?token={state.token}")

@@ -62,19 +62,36 @@ class Source:
         return read_annotated_status(job)
 
     def open_logs(
-        self, name: str, namespace: str, replica: str | None, container: str | None, follow: bool
+        self,
+        name: str,
+        namespace: str,
+        replica: str | None,
+        container: str | None,
+        follow: bool,
+        stop: Callable[[], bool],
     ) -> tuple[Iterator[LogLine], Callable[[], None]]:
-        """A log reader of its own and how to close it: on this machine a second store connection
-        (the follower sleeps between polls, so it must not hold the shared worker)."""
+        """A log reader of its own and how to close it. On this machine: a second store connection
+        (the follower sleeps between polls, so it must not hold the shared worker), and ``stop()``
+        ends a follow whose page has gone even while the job runs on and writes nothing."""
         from trainop.backends.local.api import LocalBackend
 
-        backend: Any = self.backend
-        close: Callable[[], None] = lambda: None  # noqa: E731
         if isinstance(self.backend, LocalBackend):
-            own = LocalBackend(self.backend.paths.home, self.backend.env, spawner=self.backend.spawner)
-            backend, close = own, own.close
-        lines = backend.logs(name, namespace, replica=replica, container=container, follow=follow)
-        return lines, close
+            local = self.backend
+            local.get(name, namespace)  # a job that is not there: said now, as a 404
+
+            def read() -> Iterator[LogLine]:
+                # Opened when first read: a page that went away before then leaves nothing open.
+                own = LocalBackend(local.paths.home, local.env, spawner=local.spawner)
+                try:
+                    yield from own.logs(
+                        name, namespace, replica=replica, container=container, follow=follow, stop=stop
+                    )
+                finally:
+                    own.close()
+
+            return read(), lambda: None
+        lines = self.backend.logs(name, namespace, replica=replica, container=container, follow=follow)
+        return lines, lambda: None
 
     def close(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)

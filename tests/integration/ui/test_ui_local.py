@@ -187,7 +187,7 @@ def test_html_in_labels_and_escape_sequences_in_logs_render_as_text(
 
 
 def test_the_ddp_demo_plots_one_loss_point_per_epoch_per_rank(
-    browser: Any, ui: UiServer, ui_env: dict[str, str], shots: Path
+    browser: Any, ui: UiServer, ui_env: dict[str, str], shots: Path, tmp_path: Path
 ) -> None:
     manifest = yaml.safe_load((EXAMPLE / "pytorchjob.yaml").read_text())
     manifest["metadata"]["name"] = "ddp-loss"
@@ -196,7 +196,9 @@ def test_the_ddp_demo_plots_one_loss_point_per_epoch_per_rank(
         c["command"] = [sys.executable, "train.py"]
         c["workingDir"] = str(EXAMPLE)
         c["env"] = [{"name": "EPOCHS", "value": "4"}]
-    run_trainop(ui_env, "run", "-", stdin=yaml.safe_dump(manifest), timeout=600)
+    path = tmp_path / "ddp-loss.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    run_trainop(ui_env, "run", str(path), timeout=600)
     open_page(browser, ui, "/jobs/default/ddp-loss#progress")
     browser.find_element(By.ID, "tab-progress").click()
     box = wait_until(lambda: browser.find_element(By.ID, "chart-loss"), "the loss chart")

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -748,13 +748,15 @@ class LocalBackend:
         container: str | None = None,
         follow: bool = False,
         previous: bool = False,
+        stop: Callable[[], bool] | None = None,
     ) -> Iterator[LogLine]:
         """Lines of the replicas' logs (newest attempt, or the one before with ``previous``); with
-        ``follow``, keeps reading (across restarts) until the job is finished and its processes ended."""
+        ``follow``, keeps reading (across restarts) until the job is finished and its processes ended,
+        or ``stop()`` says so (a web page that closed: its reader must not wait for the job's end)."""
         row = self._row(name, namespace)  # raises now, not at the first line
         self._check_log_selection(row, replica, container)
         follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
-        return follower.follow() if follow else follower.read_all()
+        return follower.follow(stop) if follow else follower.read_all()
 
     def _check_log_selection(self, row: JobRow, replica: str | None, container: str | None) -> None:
         """A replica or container the job has never had is an error that lists the ones it has (rather
