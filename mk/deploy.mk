@@ -26,12 +26,13 @@ image: $(IMAGE_ARCHIVE)
 # `make test` runs the image's tests (prerequisites of one target merge).
 test: $(IMAGE_ARCHIVE) deploy-tools
 
-# Debian's buildah, mmdebstrap and prometheus (promtool). Helm is built with the test control plane
-# (hack/testenv/build.sh, `make testenv`).
+# Debian's buildah, mmdebstrap, prometheus (promtool) and skopeo (README's push). Helm is built with the
+# test control plane (hack/testenv/build.sh, `make testenv`).
+DEPLOY_TOOLS := buildah mmdebstrap promtool skopeo
 deploy-tools:
-	@command -v buildah >/dev/null && command -v mmdebstrap >/dev/null && command -v promtool >/dev/null || { \
+	@for t in $(DEPLOY_TOOLS); do command -v $$t >/dev/null || missing=1; done; [ -z "$$missing" ] || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq buildah mmdebstrap prometheus; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq buildah mmdebstrap prometheus skopeo; }
 
 # The chart reads the manifests' CRDs, RBAC rules and webhooks and the monitoring files from copies in
 # charts/trainop/files (a chart cannot reach outside its directory); `make crds` refreshes them and

@@ -24,7 +24,7 @@ ALERTS = REPO / "monitoring" / "prometheus" / "trainop-alerts.yaml"
 
 # Helm is built from the Go module proxy into the test control plane's cache by hack/testenv/build.sh.
 HELM_INSTALL = "hack/testenv/build.sh (make testenv) builds it"
-DEBIAN_TOOLS = "apt-get install -y buildah mmdebstrap prometheus (or make deploy-tools)"
+DEBIAN_TOOLS = "apt-get install -y buildah mmdebstrap prometheus skopeo (or make deploy-tools)"
 
 # Series every operator serves, and the prefixes of its own families: a query naming one of these
 # prefixes must name a family the operator registers (operator/metrics.py).
