@@ -8,6 +8,7 @@ Helm, Prometheus and the image themselves are exercised in tests/integration/dep
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -143,3 +144,18 @@ def test_dockerignore_keeps_the_context_to_what_the_dockerfile_copies() -> None:
     allowed = {line[1:] for line in (REPO / ".dockerignore").read_text().splitlines() if line.startswith("!")}
     assert sources == allowed == {"pyproject.toml", "README.md", "src"}
     assert "*" in (REPO / ".dockerignore").read_text().splitlines()
+
+
+def test_mount_points_resolve_inside_the_image(tmp_path: Path) -> None:
+    """Debian's /var/run is a link to /run: the Service account's mount point is found inside the image's
+    root, never by following the link out to the host's /run."""
+    from trainop.testing.deploy import SA_DIR, build_path_in_root
+
+    (tmp_path / "var").mkdir()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "var" / "run").symlink_to("/run")
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "alt").symlink_to("../run/x")
+    assert build_path_in_root(tmp_path, SA_DIR) == "/run/secrets/kubernetes.io/serviceaccount"
+    assert build_path_in_root(tmp_path, "/etc/alt/y") == "/run/x/y"
+    assert build_path_in_root(tmp_path, "/opt/trainop") == "/opt/trainop"

@@ -63,3 +63,27 @@ def test_every_sink_counts_on_its_series() -> None:
         ("workqueue_queue_duration_seconds_sum", q): 0.5,
         ("workqueue_work_duration_seconds_sum", q): 0.25,
     }
+
+
+def test_pod_counters_and_limiter_waits() -> None:
+    """The dashboard's pods and throttling panels: pods by job namespace and framework, and the
+    client-side limiter's waits by API host."""
+    m = OperatorMetrics(process=False)
+    for name in ("pods_created", "pods_created", "pods_deleted"):
+        m.count_job(name, "a", "tensorflow")
+    wait = m.limiter_hook("api:6443")
+    wait(0.0)
+    wait(0.05)
+    job = (("framework", "tensorflow"), ("job_namespace", "a"))
+    assert samples(
+        m,
+        "training_operator_pods_created_total",
+        "training_operator_pods_deleted_total",
+        "rest_client_rate_limiter_duration_seconds_count",
+        "rest_client_rate_limiter_duration_seconds_sum",
+    ) == {
+        ("training_operator_pods_created_total", job): 2.0,
+        ("training_operator_pods_deleted_total", job): 1.0,
+        ("rest_client_rate_limiter_duration_seconds_count", (("host", "api:6443"),)): 2.0,
+        ("rest_client_rate_limiter_duration_seconds_sum", (("host", "api:6443"),)): 0.05,
+    }

@@ -180,3 +180,21 @@ def test_while_other_requests_go_events_get_a_tenth_of_their_rate() -> None:
 
     assert asyncio.run(go(busy=True)) == 3  # a tenth of the burst: 30 // EVENT_SHARE
     assert asyncio.run(go(busy=False)) == 30
+
+
+def test_waits_are_reported_for_requests_not_events() -> None:
+    """Limiter.on_wait (rest_client_rate_limiter_duration_seconds) hears how long each request other
+    than an Event waited for its token: nothing for the burst, the wait of the one over it."""
+
+    async def go() -> list[float]:
+        waits: list[float] = []
+        limiter = Limiter(qps=1000.0, burst=2)
+        limiter.on_wait = waits.append
+        for _ in range(3):
+            await limiter.acquire(PRIORITY_WRITE)
+        await limiter.acquire(PRIORITY_EVENT)
+        return waits
+
+    waits = asyncio.run(go())
+    assert len(waits) == 3
+    assert waits[2] > 0.0 and waits[2] > waits[0]
