@@ -383,3 +383,53 @@ def test_v1_mpijob_with_a_queue_label_is_not_queued_and_says_so(
     assert events[0]["type"] == "Warning"
     assert "Kueue does not manage kubeflow.org/v1 MPIJob" in events[0]["message"]
     assert workload(env, cluster, created) is None
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning", "ignore::UserWarning")
+def test_sdk_train_with_queue_name_lands_in_the_queue(
+    kueue: KueueManager, flavor: str, queued: Cluster, operator: OperatorProcess
+) -> None:
+    """train() (issue 21) makes its claim and a PyTorchJob with the queue label; Kueue suspends the job,
+    makes its Workload in that queue and admits it (its pods wait for the claim: nothing provisions
+    volumes on the test control plane, and that is not Kueue's part)."""
+    import transformers
+    from peft import LoraConfig
+
+    from trainop.sdk.finetune import (
+        HuggingFaceDatasetParams,
+        HuggingFaceModelParams,
+        HuggingFaceTrainerParams,
+    )
+
+    env, cluster = kueue.env, queued
+    make_queue(env, cluster, flavor, {"cpu": "8", "memory": "32Gi"})
+    args = transformers.TrainingArguments(output_dir="out", save_strategy="no", eval_strategy="no")
+    client = TrainingClient(config_file=str(env.kubeconfig), namespace=cluster.namespace)
+    try:
+        client.train(
+            name="llm",
+            num_workers=2,
+            resources_per_worker={"cpu": "1", "memory": "1Gi"},
+            model_provider_parameters=HuggingFaceModelParams(
+                model_uri="hf://org/tiny", transformer_type=transformers.AutoModelForCausalLM
+            ),
+            dataset_provider_parameters=HuggingFaceDatasetParams(repo_id="org/data"),
+            trainer_parameters=HuggingFaceTrainerParams(training_parameters=args, lora_config=LoraConfig()),
+            queue_name=QUEUE,
+        )
+    finally:
+        client.backend.close()
+    created = cluster.job("PyTorchJob", "llm") or {}
+    assert created["metadata"]["labels"][QUEUE_LABEL] == QUEUE
+    wl = wait_wl(env, cluster, created, "Admitted")
+    assert wl["spec"]["queueName"] == QUEUE
+    assert [p["name"] for p in wl["spec"]["podSets"]] == ["master", "worker"]
+    wait_for(lambda: not (cluster.job("PyTorchJob", "llm") or {})["spec"]["runPolicy"]["suspend"] or None, 60,
+             "the job unsuspended on admission")  # fmt: skip
+    # The claim keeps kubernetes.io/pvc-protection until a controller this control plane does not run
+    # drops it; without this the namespace (and the fixture waiting for it) would hang.
+    env.kubectl(
+        "patch", "persistentvolumeclaim", "llm", "--type=merge", "-p", '{"metadata":{"finalizers":null}}',
+        namespace=cluster.namespace,
+    )  # fmt: skip
