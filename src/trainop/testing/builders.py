@@ -17,6 +17,7 @@ from trainop.api.common import TrainingJob
 from trainop.api.constants import API_VERSION
 from trainop.api.kinds import JOB_MODELS, KIND_INFO
 from trainop.core.naming import build_owner_reference
+from trainop.core.plan import Action, CreateObject, UpdateObject
 from trainop.core.topology import replica_name
 
 # A fixed instant so that built objects compare equal across runs.
@@ -477,3 +478,9 @@ __all__ = [
     "tf_job",
     "xgboost_job",
 ]
+
+
+def written(action: Action) -> dict[str, Any]:
+    """The object a create or update action writes (tests read its fields); any other action fails."""
+    assert isinstance(action, CreateObject | UpdateObject), f"{type(action).__name__} writes no object"
+    return action.obj

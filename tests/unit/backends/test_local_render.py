@@ -350,7 +350,7 @@ def test_only_a_kind_with_an_rsh_agent_gets_the_local_one() -> None:
     got = {kind: build_agent_files(kind, "/state/jobs/ns/j/exec", "j") for kind in REGISTRY.kinds()}
     mpi = capabilities(REGISTRY.get("MPIJob")).remote_exec
     assert mpi is not None
-    want = {kind: {} for kind in REGISTRY.kinds()} | {
+    want: dict[str, dict[str, str]] = {kind: {} for kind in REGISTRY.kinds()} | {
         "MPIJob": {"kubexec.sh": build_rsh_agent("/state/jobs/ns/j/exec", "MPIJob", mpi.exec_agent, "j")}
     }
     assert got == want

@@ -23,7 +23,7 @@ from trainop.core.plan import Event
 from trainop.core.reconcile import reconcile
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.registry import REGISTRY
-from trainop.testing.builders import JobBuilder, mpi_job, pytorch_job, tf_job
+from trainop.testing.builders import JobBuilder, mpi_job, pytorch_job, tf_job, written
 
 from .harness import T0, describe_action
 
@@ -313,7 +313,7 @@ def test_without_a_gang_scheduler_nothing_changes() -> None:
     observed = Observed(job, [], [], {})
     plan = reconcile(job, observed, REGISTRY.get(job.kind), ServiceTopology(), T0)
     assert all(describe_action(a)[1] != "PodGroup" for a in plan.actions)
-    assert "schedulerName" not in plan.actions[0].obj["spec"]
+    assert "schedulerName" not in written(plan.actions[0])["spec"]
 
 
 def test_observed_priority_classes_order_min_resources() -> None:
@@ -328,4 +328,6 @@ def test_observed_priority_classes_order_min_resources() -> None:
     classes = [{"metadata": {"name": "high"}, "value": 1000}, {"metadata": {"name": "low"}, "value": 1}]
     observed = Observed(job, [], [], {"PriorityClass": classes})
     plan = reconcile(job, observed, REGISTRY.get(job.kind), ServiceTopology(), T0, gang=PLUGINS)
-    assert plan.actions[0].obj["spec"]["minResources"] == {"cpu": "2"}  # two workers, not master + worker
+    assert written(plan.actions[0])["spec"]["minResources"] == {
+        "cpu": "2"
+    }  # two workers, not master + worker

@@ -22,7 +22,7 @@ from trainop.core.observed import Observed
 from trainop.core.reconcile import reconcile
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.registry import REGISTRY
-from trainop.testing.builders import JobBuilder, pytorch_job, tf_job
+from trainop.testing.builders import JobBuilder, pytorch_job, tf_job, written
 
 from .harness import T0, describe_action
 
@@ -39,7 +39,9 @@ def pods_of(job: TrainingJob) -> dict[str, dict[str, Any]]:
     plan = reconcile(
         job, Observed(job, [], [], {}), REGISTRY.get(job.kind), ServiceTopology(), T0, gang=YUNIKORN
     )
-    return {a.obj["metadata"]["name"]: a.obj for a in plan.actions if describe_action(a)[1] == "Pod"}
+    return {
+        written(a)["metadata"]["name"]: written(a) for a in plan.actions if describe_action(a)[1] == "Pod"
+    }
 
 
 def job_of(b: JobBuilder) -> TrainingJob:
@@ -160,7 +162,7 @@ def test_yunikorn_gang_of_one_master_and_three_workers() -> None:
         },
     ]
     for action in plan.actions:
-        obj = action.obj
+        obj = written(action)
         if obj["kind"] != "Pod":
             assert not any(k.startswith("yunikorn.apache.org/") for k in obj["metadata"].get("labels", {}))
             continue
@@ -175,7 +177,7 @@ def test_yunikorn_gang_of_one_master_and_three_workers() -> None:
         assert annotations[GROUP] == rtype
         assert json.loads(annotations[GROUPS]) == want_groups
     annotations_seen = {
-        a.obj["metadata"]["annotations"][GROUPS] for a in plan.actions if a.obj["kind"] == "Pod"
+        written(a)["metadata"]["annotations"][GROUPS] for a in plan.actions if written(a)["kind"] == "Pod"
     }
     assert len(annotations_seen) == 1  # byte for byte the same list on every pod
 
@@ -194,6 +196,6 @@ def test_a_template_scheduler_is_kept_with_upstreams_warning() -> None:
     plan = reconcile(
         job, Observed(job, [], [], {}), REGISTRY.get(job.kind), ServiceTopology(), T0, gang=YUNIKORN
     )
-    pod = next(a.obj for a in plan.actions if a.obj["kind"] == "Pod")
+    pod = next(written(a) for a in plan.actions if written(a)["kind"] == "Pod")
     assert pod["spec"]["schedulerName"] == "other"
     assert "SetPodTemplateSchedulerName" in {e.reason for e in plan.events}

@@ -13,7 +13,7 @@ from trainop.core.observed import Observed
 from trainop.core.plan import Plan
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.registry import REGISTRY
-from trainop.testing.builders import pytorch_job
+from trainop.testing.builders import pytorch_job, written
 
 KEY = ("PyTorchJob", "default", "a")
 NOW = datetime(2024, 1, 1, tzinfo=UTC)
@@ -59,7 +59,9 @@ def test_a_new_job_gets_its_pods_and_services_in_one_plan() -> None:
     target = Target(new_job())
     run(target)
     (plan,) = target.applied
-    made = sorted(f"{type(a).__name__}:{a.obj['kind']}:{a.obj['metadata']['name']}" for a in plan.actions)
+    made = sorted(
+        f"{type(a).__name__}:{written(a)['kind']}:{written(a)['metadata']['name']}" for a in plan.actions
+    )
     assert made == [
         "CreateObject:Pod:a-master-0",
         "CreateObject:Pod:a-worker-0",

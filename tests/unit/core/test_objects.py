@@ -9,7 +9,7 @@ import pytest
 
 from trainop.core.observed import detect_drift
 from trainop.core.plan import CreateObject, Event, outcome_event
-from trainop.testing.builders import JobBuilder, jax_job, mpi_job, pod, pytorch_job, tf_job
+from trainop.testing.builders import JobBuilder, jax_job, mpi_job, pod, pytorch_job, tf_job, written
 
 from .harness import T0, at, created, run, service, ts, with_status
 
@@ -365,6 +365,6 @@ def test_mpi_config_map_is_updated_when_workers_start_running() -> None:
         pod(job, "Worker", i).running().build() for i in range(2)
     ]
     plan = run(job, pods, [], now=at(5), extras=extras)
-    assert [(type(a).__name__, a.obj["kind"]) for a in plan.actions if not isinstance(a, CreateObject)] == [
-        ("UpdateObject", "ConfigMap")
-    ]
+    assert [
+        (type(a).__name__, written(a)["kind"]) for a in plan.actions if not isinstance(a, CreateObject)
+    ] == [("UpdateObject", "ConfigMap")]

@@ -100,7 +100,7 @@ def plan_of(
     }
 
 
-CREATE_ALL = [
+CREATE_ALL: list[tuple[str, ...]] = [
     ("create", "Pod", "a-master-0"),
     ("create", "Service", "a-master-0"),
     ("create", "Pod", "a-worker-0"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from trainop.frameworks.registry import REGISTRY
@@ -20,7 +22,7 @@ from .helpers import defaulted
 
 def master_pods(builder: JobBuilder) -> list[str]:
     job = defaulted(builder)
-    plugin = REGISTRY.get(job.kind)
+    plugin: Any = REGISTRY.get(job.kind)  # every built-in plugin has is_master_role (BasePlugin)
     return [
         plugin.pod_name(job, rtype, i)
         for rtype in job.replica_specs
@@ -55,7 +57,7 @@ def test_pod_names_and_indices_per_kind() -> None:
     got = {}
     for builder in (pytorch_job("a").master(1).workers(2), mpi_job("m").launcher().workers(2)):
         job = defaulted(builder)
-        plugin = REGISTRY.get(job.kind)
+        plugin: Any = REGISTRY.get(job.kind)  # every built-in plugin has is_master_role (BasePlugin)
         got[job.kind] = [
             plugin.pod_name(job, t, i) for t in job.replica_specs for i in plugin.replica_indices(job, t)
         ]

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from trainop.core.plugin import capabilities
 from trainop.core.topology import ServiceTopology
 from trainop.frameworks.registry import REGISTRY
 from trainop.testing.builders import JobBuilder, mpi_job, pod
@@ -131,5 +132,7 @@ CASES = [
 @pytest.mark.parametrize(("builder", "pods", "want"), CASES)
 def test_mpi_extra_objects(builder: JobBuilder, pods: Any, want: list[dict[str, Any]]) -> None:
     job = defaulted(builder)
-    got = REGISTRY.get("MPIJob").build_extra_objects(job, pods(job), ServiceTopology())
+    extra = capabilities(REGISTRY.get("MPIJob")).extra_objects
+    assert extra is not None
+    got = extra.build_extra_objects(job, pods(job), ServiceTopology())
     assert got == want

@@ -208,7 +208,8 @@ def test_crd_and_webhook() -> None:
 def test_reconcile_creates_pods_and_services_then_runs() -> None:
     job = parse_job(manifest())
     plugin = REGISTRY.get(KIND)
-    assert capabilities(plugin).local_env is plugin and capabilities(plugin).launcher is None
+    caps: Any = capabilities(plugin)  # (a LightJob is its own LocalEnv: mypy sees two types)
+    assert caps.local_env is plugin and caps.launcher is None
     plan = reconcile(job, Observed(job, [], [], {}), plugin, ServiceTopology(), NOW)
     created = [a.obj for a in plan.actions if isinstance(a, CreateObject)]
     assert [(o["kind"], o["metadata"]["name"]) for o in created] == [

@@ -76,7 +76,7 @@ class StallingApiServer:
                 if len(self.watches) >= 2:
                     self.reopened.set()
                 pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}
-                event = json.dumps({"type": "ADDED", "object": {**pod, "metadata": {**pod["metadata"]}}})
+                event = json.dumps({"type": "ADDED", "object": pod})
                 line = (event + "\n").encode()
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"

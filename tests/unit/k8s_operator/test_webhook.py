@@ -203,7 +203,10 @@ def test_env_that_is_not_a_list_is_denied_with_its_path(kind: str) -> None:
 
 
 def handle(kind: str, body: bytes) -> Response:
-    return asyncio.run(build_routes([kind])[webhook_path(kind)]("POST", body))
+    async def call() -> Response:
+        return await build_routes([kind])[webhook_path(kind)]("POST", body)
+
+    return asyncio.run(call())
 
 
 @pytest.mark.parametrize(
