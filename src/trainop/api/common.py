@@ -157,6 +157,11 @@ class JobSpec(KubeModel):
         (upstream's rule already rejects it, or 0 is the kind's default); None: the shared rule."""
         return None
 
+    def main_container_name(self) -> str | None:
+        """The container whose exit decides a replica's, when the spec names one (MPI's
+        ``mainContainer``); None: the kind's default container."""
+        return None
+
     def scaled_replicas(self, rtype: str) -> int | None:
         """The most pods of ``rtype`` the job may scale up to (elastic maxReplicas), if more than set."""
         return None

@@ -251,6 +251,9 @@ class MPIJobSpec(JobSpec):
     clean_pod_policy: str | None = None  # deprecated; runPolicy.cleanPodPolicy wins (§1.4)
     main_container: str | None = None
 
+    def main_container_name(self) -> str | None:
+        return self.main_container
+
     def default_fields(self) -> None:
         # §1.4 step 1 for MPI: both nil → both None; then the controller syncs the two fields,
         # runPolicy.cleanPodPolicy winning when it is set.

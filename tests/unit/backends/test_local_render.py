@@ -9,6 +9,7 @@ import pytest
 
 from trainop.api.errors import FieldError
 from trainop.backends.local.render import (
+    POD_IP,
     LocalContext,
     PodProcesses,
     ProcessSpec,
@@ -17,7 +18,6 @@ from trainop.backends.local.render import (
     build_container_env,
     build_loopback_env,
     build_pod_processes,
-    build_rdzv_host_conf,
     build_rendered_pod,
     build_rsh_agent,
     detect_pod_errors,
@@ -28,6 +28,7 @@ from trainop.backends.local.render import (
 from trainop.backends.local.runner import ContainerRun, PodRun, compute_phase
 from trainop.core.plugin import capabilities
 from trainop.frameworks.mpi import build_mpi_tmpdir
+from trainop.frameworks.pytorch import build_rdzv_host_conf
 from trainop.frameworks.registry import REGISTRY
 
 # What every container gets on the local backend unless it sets them (build_loopback_env).
@@ -272,7 +273,7 @@ def replica(rtype: str, index: int) -> dict[str, Any]:
     ],
 )
 def test_rdzv_host_conf(pod: dict[str, Any], env: dict[str, str], want: dict[str, str]) -> None:
-    assert build_rdzv_host_conf(pod, env) == want
+    assert build_rdzv_host_conf(pod, env, POD_IP) == want
 
 
 def test_rendered_pod_shows_the_loopback_env_of_containers_that_run() -> None:

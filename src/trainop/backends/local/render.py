@@ -36,7 +36,6 @@ from trainop.api.errors import FieldError, invalid, not_supported, required
 from trainop.api.names import validate_dns1123_label
 from trainop.backends.local.images import build_image_entrypoint
 from trainop.core.plugin import ExecAgent, LocalEnv, capabilities
-from trainop.frameworks.pytorch import build_rdzv_host_conf as pytorch_rdzv_host_conf
 from trainop.frameworks.registry import REGISTRY
 
 POD_IP = "127.0.0.1"
@@ -276,11 +275,6 @@ def build_loopback_env(kind: str, env: Mapping[str, str]) -> dict[str, str]:
     if local is not None:
         out.update(local.build_loopback_env(env, POD_IP))
     return out
-
-
-def build_rdzv_host_conf(pod: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, str]:
-    """The elastic PyTorchJob's ``is_host`` at the local backend's address (``frameworks.pytorch``)."""
-    return pytorch_rdzv_host_conf(pod, env, POD_IP)
 
 
 def build_local_env(

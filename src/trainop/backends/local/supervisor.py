@@ -208,7 +208,7 @@ class Supervisor:
             raise LookupError(f"job {self.uid} is gone")
         job = read_job(row)
         self.plugin = REGISTRY.get(row.kind)
-        main_container = getattr(job.spec, "main_container", None)
+        main_container = job.spec.main_container_name()  # (MPI's mainContainer; the spec's hook)
         if self.progress is None:
             self.progress = ProgressSink(self.paths, row.uid, row.namespace, row.name)
         context = build_context(row)
@@ -221,7 +221,7 @@ class Supervisor:
             gpu_inventory=detect_gpu_inventory(row.host_env),
             backoff_max=backoff_cap(row.host_env),
             template_init_count=template_init_counter(job),
-            main_container=main_container if isinstance(main_container, str) else None,
+            main_container=main_container,
         )
         for pod in self.store.list_pods(self.uid):
             runner.restore(pod)
