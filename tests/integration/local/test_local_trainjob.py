@@ -270,3 +270,38 @@ def _run_with_env(args: list[str], env: dict[str, str], cwd: Path) -> Any:
         timeout=300,
         env=env,
     )
+
+
+def test_an_upstream_style_trainjob_with_initializers_runs_without_commands(
+    home: Path, tmp_path: Path
+) -> None:
+    """The shipped torch-distributed-with-initializers runtime names upstream's initializer images and
+    no command: trainop's v2 initializers (STORAGE_URI) stand in for them and fill /workspace, which
+    is the job's claim directory here; the trainer reads both from there."""
+    dataset, model = tmp_path / "data", tmp_path / "weights"
+    dataset.mkdir()
+    model.mkdir()
+    (dataset / "train.jsonl").write_text('{"text": "hello"}\n')
+    (model / "config.json").write_text("{}")
+    read = (
+        "import os; print('dataset', sorted(os.listdir('/workspace/dataset')), "
+        "'model', sorted(os.listdir('/workspace/model')))"
+    )
+    path = _write(
+        tmp_path / "job.yaml",
+        _trainjob(
+            "upstream-init",
+            "torch-distributed-with-initializers",
+            kind="ClusterTrainingRuntime",
+            initializer={
+                "dataset": {"storageUri": f"file://{dataset}"},
+                "model": {"storageUri": f"file://{model}"},
+            },
+            trainer={"command": [sys.executable, "-c", read]},
+        ),
+    )
+    result = run_cli("run", str(path), cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"dataset file://{dataset}: ready in" in result.stdout
+    assert "[upstream-init-node-0-0] dataset ['train.jsonl'] model ['config.json']" in result.stdout
+    assert result.stdout.rstrip().endswith("TrainJob upstream-init Complete")

@@ -43,8 +43,10 @@ def test_image_repository(image: str, want: str) -> None:
     assert build_image_repository(image) == want
 
 
-def test_the_table_holds_upstreams_two_images_and_ours() -> None:
+def test_the_table_holds_upstreams_images_and_ours() -> None:
     assert sorted(KNOWN_IMAGES) == [
+        "ghcr.io/kubeflow/trainer/dataset-initializer",
+        "ghcr.io/kubeflow/trainer/model-initializer",
         "ghcr.io/kubeflow/training-v1/storage-initializer",
         "ghcr.io/kubeflow/training-v1/trainer-huggingface",
         "ghcr.io/trainop/storage-initializer",

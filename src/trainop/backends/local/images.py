@@ -27,6 +27,15 @@ _INITIALIZER = KnownImage(
     (PYTHON, "-m", "trainop.programs.storage_initializer", "--workspace", "/workspace"),
     "kubeflow-training's storage initializer (model and dataset into /workspace)",
 )
+_V2_DATASET = KnownImage(
+    # Trainer v2's initializers read STORAGE_URI and write /workspace/dataset or /workspace/model.
+    (PYTHON, "-m", "trainop.programs.dataset_initializer", "--workspace", "/workspace"),
+    "Kubeflow Trainer v2's dataset initializer (STORAGE_URI into /workspace/dataset)",
+)
+_V2_MODEL = KnownImage(
+    (PYTHON, "-m", "trainop.programs.model_initializer", "--workspace", "/workspace"),
+    "Kubeflow Trainer v2's model initializer (STORAGE_URI into /workspace/model)",
+)
 _TRAINER = KnownImage(
     # upstream's ENTRYPOINT is `torchrun hf_llm_training.py`; ours launches itself under torchrun.
     (PYTHON, "-m", "trainop.programs.hf_llm_training"),
@@ -37,6 +46,8 @@ KNOWN_IMAGES: Mapping[str, KnownImage] = MappingProxyType(
     {
         "ghcr.io/kubeflow/training-v1/storage-initializer": _INITIALIZER,
         "ghcr.io/kubeflow/training-v1/trainer-huggingface": _TRAINER,
+        "ghcr.io/kubeflow/trainer/dataset-initializer": _V2_DATASET,
+        "ghcr.io/kubeflow/trainer/model-initializer": _V2_MODEL,
         "ghcr.io/trainop/storage-initializer": _INITIALIZER,
         "ghcr.io/trainop/trainer-huggingface": _TRAINER,
     }

@@ -24,13 +24,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
 
-from trainop.api.constants import ANCESTOR_DATASET_INITIALIZER, ANCESTOR_MODEL_INITIALIZER, NODE
+from trainop.api.constants import NODE
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.trainer import TrainingRuntime, TrainJob
 from trainop.api.trainer_rules import load_trainer_object
@@ -50,13 +49,6 @@ from trainop.frameworks.registry import REGISTRY
 ENV_TRAINOP_RUNTIMES = "TRAINOP_RUNTIMES"  # a directory of extra runtime manifests
 POLL = 0.05
 STOP_GRACE = 5.0
-# Images of upstream's initializers, and the trainop program that does their work on one machine
-# (the storage initializer of the fine-tuning work, trainop.programs): module names, looked up when a
-# container of that image has no command of its own.
-INITIALIZER_PROGRAMS: Mapping[str, str] = {
-    "ghcr.io/kubeflow/trainer/dataset-initializer": "trainop.programs.dataset_initializer",
-    "ghcr.io/kubeflow/trainer/model-initializer": "trainop.programs.model_initializer",
-}
 
 
 def shipped_runtime_dirs() -> list[Path]:
@@ -193,13 +185,13 @@ class LocalTrainJobRun:
         return out
 
     def _prepare(self, plan: PodPlan) -> _PodState:
-        _fill_initializer_commands(plan.pod)
         ctx = LocalContext(
             host_env=self.host_env,
             base_dir=str(self.base_dir),
             hostname=socket.gethostname(),
             cpu_count=os.cpu_count() or 1,
             volume_dirs=self._volume_dirs(plan),
+            python=sys.executable,  # a known image's entrypoint (Trainer v2's initializers: images.py)
         )
         procs = build_pod_processes(plan.pod, ctx, template_init_count=10**6)
         for spec in [*procs.init, *procs.main]:
@@ -345,21 +337,6 @@ class LocalTrainJobRun:
 def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(popen.pid, sig)
-
-
-def _fill_initializer_commands(pod: dict[str, Any]) -> None:
-    """An initializer container of upstream's image without a command runs trainop's program for it,
-    when that program is installed (the fine-tuning work's storage initializer)."""
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        if c.get("command") or c.get("name") not in (
-            ANCESTOR_DATASET_INITIALIZER,
-            ANCESTOR_MODEL_INITIALIZER,
-        ):
-            continue
-        image = str(c.get("image", "")).split("@")[0].rsplit(":", 1)[0]
-        module = INITIALIZER_PROGRAMS.get(image)
-        if module is not None and find_spec(module.rsplit(".", 1)[0]) is not None and find_spec(module):
-            c["command"] = [sys.executable, "-m", module]
 
 
 def run_trainjob_file(
