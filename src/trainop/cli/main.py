@@ -519,7 +519,8 @@ def run(
     spellings; docs/cli.md lists each)."""
     from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code
 
-    _run_trainjob_file(args, namespace, dry_run, backend)  # a Trainer v2 TrainJob: runs and exits
+    # a Trainer v2 TrainJob: runs and exits
+    _run_trainjob_file(args, namespace, dry_run, (backend, kubeconfig, context))
     # Installed first: from here to the exit a stop signal is never the default (dying on the spot).
     signals = StopSignals.install()
     try:
@@ -576,10 +577,12 @@ def convert(
 
 
 def _run_trainjob_file(
-    args: list[str] | None, namespace: str | None, dry_run: bool, backend: str | None
+    args: list[str] | None, namespace: str | None, dry_run: bool, where: tuple[str | None, ...]
 ) -> None:
-    """A FILE holding a trainer.kubeflow.org TrainJob runs on this machine (cli/trainjob_cmd.py)."""
+    """A FILE holding a trainer.kubeflow.org TrainJob runs on this machine (cli/trainjob_cmd.py); the
+    kubernetes backend (--backend, $TRAINOP_BACKEND, --kubeconfig/--context) is refused in one line."""
     from trainop.api.errors import InvalidJobError
+    from trainop.cli.backend import ENV_BACKEND, SelectionError, build_selection
     from trainop.cli.trainjob_cmd import holds_trainjob, run_trainjob
 
     if not args or len(args) != 1 or _is_command(args):
@@ -587,8 +590,18 @@ def _run_trainjob_file(
     docs = _read_manifests(Path(args[0]))
     if not holds_trainjob(docs):
         return
-    if backend not in (None, "local"):
-        _fail("TrainJobs run on the local backend only so far; on a cluster apply the file with kubectl", 2)
+    try:
+        chosen = build_selection(where[0], where[1], where[2], os.environ)
+    except SelectionError as exc:
+        _fail(str(exc), EXIT_INVALID)
+    if chosen.backend != "local" and not dry_run:
+        _fail(
+            "trainop run takes TrainJobs on the local backend only (the backend is kubernetes, from "
+            f"{'--backend/--kubeconfig/--context' if any(where) else '$' + ENV_BACKEND}): on a "
+            f"cluster, apply the file with kubectl apply -f {args[0]} (trainop's operator runs "
+            "TrainJobs), or run it here with --backend local",
+            EXIT_INVALID,
+        )
     try:
         code = run_trainjob(docs, _base_dir(Path(args[0])), namespace=namespace, dry_run=dry_run)
     except InvalidJobError as exc:

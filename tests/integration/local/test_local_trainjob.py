@@ -305,3 +305,53 @@ def test_an_upstream_style_trainjob_with_initializers_runs_without_commands(
     assert f"dataset file://{dataset}: ready in" in result.stdout
     assert "[upstream-init-node-0-0] dataset ['train.jsonl'] model ['config.json']" in result.stdout
     assert result.stdout.rstrip().endswith("TrainJob upstream-init Complete")
+
+
+@pytest.mark.parametrize(
+    ("extra", "env", "source"),
+    [
+        pytest.param([], {"TRAINOP_BACKEND": "kubernetes"}, "$TRAINOP_BACKEND", id="env"),
+        pytest.param(["--backend", "kubernetes"], {}, "--backend", id="flag"),
+    ],
+)
+def test_a_trainjob_for_the_kubernetes_backend_is_refused_not_run_here(
+    home: Path, tmp_path: Path, extra: list[str], env: dict[str, str], source: str
+) -> None:
+    """As a v1 job goes to the cluster the backend names, a TrainJob never runs on this machine when
+    the backend is kubernetes: one line says to apply it with kubectl (or pick the local backend)."""
+    marker = tmp_path / "ran"
+    path = _write(
+        tmp_path / "job.yaml",
+        _trainjob(
+            "elsewhere",
+            "torch-distributed",
+            kind="ClusterTrainingRuntime",
+            trainer={"command": [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]},
+        ),
+    )
+    result = _run_with_env(["run", *extra, str(path)], {**os.environ, **env}, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = " ".join(result.stderr.split())
+    assert f"the backend is kubernetes, from {source.split('/')[0]}" in said
+    assert f"kubectl apply -f {path}" in said and "--backend local" in said
+    assert "Traceback" not in result.stderr
+    assert not marker.exists()
+    dry = _run_with_env(["run", "--dry-run", *extra, str(path)], {**os.environ, **env}, cwd=tmp_path)
+    assert dry.returncode == 0 and "elsewhere-node-0-0" in dry.stdout, dry.stderr
+
+
+def test_max_restarts_restarts_nothing_locally(home: Path, tmp_path: Path) -> None:
+    """JobSet's failurePolicy.maxRestarts is not applied (docs/compatibility.md): the failing node
+    runs once, and its failure fails the TrainJob."""
+    py = sys.executable
+    runs = tmp_path / "runs"
+    script = f"open({str(runs)!r}, 'a').write('run\\n'); raise SystemExit(4)"
+    runtime = _runtime("retrying", [_step("node", "trainer", "node", [py, "-c", script])])
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 3}
+    path = _write(tmp_path / "job.yaml", runtime, _trainjob("once", "retrying"))
+    result = run_cli("run", str(path), cwd=tmp_path, timeout=60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith(
+        "TrainJob once Failed: pod once-node-0-0 failed: container node exited with code 4"
+    )
+    assert runs.read_text() == "run\n"
