@@ -1434,7 +1434,9 @@ def ui(
         str,
         typer.Option("--address", help="Address to listen on; another than 127.0.0.1 serves other machines."),
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8470,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")
+    ] = 8470,
     backend: BackendOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -1452,7 +1454,7 @@ def ui(
     except OSError as exc:
         _fail(
             f"cannot listen on {address}:{port}: {exc.strerror or exc}; "
-            "choose another --port (0: any free one)",
+            "choose another --port (0: any free one) or --address",
             EXIT_INVALID,
         )
     except KeyboardInterrupt:

@@ -21,10 +21,12 @@ if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
     from trainop.backends.base import EventRecord
 
-# Metrics that place a point on the x axis rather than being plotted (upstream's own names first).
-X_METRICS = ("currentEpoch", "epoch", "currentStep", "step", "global_step")
-# Metrics that describe the run rather than measure it (KEP-2779's example posts totalEpochs).
-NOT_PLOTTED = frozenset({"totalEpochs", "totalSteps", *X_METRICS})
+# Metrics that place a point on the x axis, first found first: an epoch, else a step. Upstream's KEP
+# names (currentEpoch), transformers' KubeflowCallback's (current_step, current_epoch: a fraction,
+# so its step comes first), and plain ones.
+X_METRICS = ("currentEpoch", "epoch", "current_step", "currentStep", "step", "global_step", "current_epoch")
+# Metrics that describe the run rather than measure it (totals), and the x axes themselves.
+NOT_PLOTTED = frozenset({"totalEpochs", "totalSteps", "total_steps", "total_epochs", *X_METRICS})
 
 
 def _created(job: TrainingJob) -> float | None:

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from local_harness import run_cli, wait_for
 
+from trainop.backends.local.api import LocalBackend
 from trainop.sdk import TrainingClient
 from trainop.sdk.finetune import (
     HuggingFaceDatasetParams,
@@ -171,6 +172,14 @@ def test_causal_lm_with_lora_on_two_workers(home: Path, assets: Assets, client: 
     ]
     losses = check_run(logs, ranks=2)
     assert len(losses) >= 10 and losses[-1] < losses[0], losses
+    # transformers' own KubeflowCallback posted the run's progress to the job's endpoint (issue 27)
+    reader = LocalBackend(home)
+    try:
+        posts = [status for _, _, status in reader.progress("lm")]
+    finally:
+        reader.close()
+    last = {m["name"] for m in posts[-1].get("metrics", [])} if posts else set()
+    assert [p.get("progressPercentage") for p in posts[:1] + posts[-1:]] == [0, 100] and "loss" in last, posts
     claim = home / "jobs" / "default" / "lm" / "claims" / "lm"
     assert sorted(p.name for p in (claim / "dataset").iterdir()) == ["dataset_dict.json", "train"]
     shape = adapter_changes_output(assets.lm, claim / "lora", "AutoModelForCausalLM")

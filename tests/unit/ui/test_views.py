@@ -50,6 +50,20 @@ def _metrics(**values: Any) -> dict[str, Any]:
             {"x": "currentEpoch", "series": {"acc": {"0": [(1.0, 0.5)]}}},
             id="not plotted: NaN, text, totals and the x itself",
         ),
+        pytest.param(
+            [
+                (
+                    "",
+                    1.0,
+                    _metrics(loss=2.5, total_steps=10, current_step=2, current_epoch=0.4, learning_rate=1e-4),
+                )
+            ],
+            {
+                "x": "current_step",
+                "series": {"loss": {"?": [(2.0, 2.5)]}, "learning_rate": {"?": [(2.0, 1e-4)]}},
+            },
+            id="transformers' KubeflowCallback: its step is the x",
+        ),
         pytest.param([], {"x": "report", "series": {}}, id="nothing posted"),
     ],
 )
