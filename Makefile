@@ -43,6 +43,7 @@ typecheck: $(STAMP)-dev
 
 crds: $(STAMP)-dev
 	$(BIN)/python -m trainop.api.crds manifests/crds
+	$(BIN)/python -m trainop.operator.manifests manifests/base
 	$(MAKE) --no-print-directory chart-files
 
 unit: $(STAMP)-dev

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 import pytest
+import yaml
 from pydantic import Field
 
 from trainop.api.common import JobSpec, ReplicaSpec, TrainingJob
@@ -53,7 +54,8 @@ from trainop.frameworks.generic import (
     succeeded_update,
 )
 from trainop.frameworks.registry import REGISTRY, build_registry, register_framework, unregister_framework
-from trainop.operator.webhook import build_admission_response, build_routes, webhook_path
+from trainop.operator.manifests import build_cluster_role, build_webhook_configuration
+from trainop.operator.webhook import build_admission_response, build_routes, webhook_name, webhook_path
 from trainop.testing.builders import job_builder, pod
 
 # --- what frameworks/light.py would hold ------------------------------------------------------------
@@ -203,6 +205,23 @@ def test_crd_and_webhook() -> None:
     assert build_admission_response(review, KIND)["response"]["status"]["message"] == (
         "spec.lightReplicaSpecs[Worker].template.spec.containers[0].image: Required value: must be required"
     )
+
+
+def test_rbac_and_webhook_manifests_name_it() -> None:
+    """``make crds`` writes the ClusterRole's kind rules and the webhook configuration from the kind
+    table (operator/manifests.py): the new kind is in both without editing a manifest."""
+    role = yaml.safe_load(build_cluster_role())
+    kinds_rules = [r["resources"] for r in role["rules"] if r["apiGroups"] == ["kubeflow.org"]]
+    assert [[x for x in res if x.startswith("lightjobs")] for res in kinds_rules] == [
+        ["lightjobs"],
+        ["lightjobs/status"],
+        ["lightjobs/finalizers"],
+    ]
+    hooks = yaml.safe_load(build_webhook_configuration())["webhooks"]
+    light = [h for h in hooks if h["rules"][0]["resources"] == ["lightjobs"]]
+    assert [(h["name"], h["clientConfig"]["service"]["path"]) for h in light] == [
+        (webhook_name(KIND), webhook_path(KIND))
+    ]
 
 
 def test_reconcile_creates_pods_and_services_then_runs() -> None:
