@@ -92,7 +92,7 @@ def main():
             lora_config=LoraConfig(r=8, lora_alpha=16),
         ),
     )
-    client.wait_for_job_conditions(JOB, timeout=900)
+    client.wait_for_job_conditions(JOB, timeout=900, polling_interval=1)
     logs, _ = client.get_job_logs(JOB)
     for pod, text in logs.items():
         for line in text.splitlines():

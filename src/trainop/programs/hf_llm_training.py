@@ -13,7 +13,8 @@ line per logging step; a shard of equal length on every rank (so no rank waits f
 never take); files from an S3 prefix are read as json/csv/parquet/arrow; every refusal is one line.
 
 Started without torchrun's environment (no LOCAL_RANK), it launches itself under torchrun with the
-PET_* variables the operator sets (upstream's image entrypoint is ``torchrun hf_llm_training.py``).
+PET_* variables the operator sets (upstream's image entrypoint is ``torchrun hf_llm_training.py``); a
+job of one process gets torchrun's variables set here instead, and trains in this process.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import dataclasses
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -422,11 +423,30 @@ def launch(argv: Sequence[str]) -> int:
     return 0
 
 
+def build_single_rank_env(env: Mapping[str, str]) -> dict[str, str] | None:
+    """torchrun's variables for the one process of a one-node, one-process job (what torchrun would
+    set), so it trains without torchrun's agent and a second interpreter; None for any larger job."""
+    if env.get("PET_NNODES", "1") not in ("1", "1:1") or env.get("PET_NPROC_PER_NODE", "1") != "1":
+        return None
+    return {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "GROUP_RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_WORLD_SIZE": "1",
+        "MASTER_ADDR": env.get("PET_MASTER_ADDR", "127.0.0.1"),
+        "MASTER_PORT": env.get("PET_MASTER_PORT", "29500"),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     if "LOCAL_RANK" not in os.environ:
-        return launch(argv)
+        single = build_single_rank_env(os.environ)
+        if single is None:
+            return launch(argv)
+        os.environ.update(single)
     return train(args)
 
 

@@ -266,16 +266,34 @@ def test_initializer_refuses_arguments_before_writing_anything(
     assert not (tmp_path / "ws").exists()
 
 
-def test_a_failing_rank_under_torchrun_prints_no_traceback(assets: dict[str, Path], tmp_path: Path) -> None:
-    """Started as upstream's image starts it (torchrun, here launched by the module itself): the rank's
-    one-line error, then one line saying which rank failed; no Python traceback anywhere."""
+@pytest.mark.parametrize(
+    ("env", "summary"),
+    [
+        pytest.param({}, [], id="one process: trains without torchrun"),
+        pytest.param(
+            {"PET_NPROC_PER_NODE": "2"},
+            ["trainer: error: rank(s) 0, 1 exited with 2 (their own error is above)"],
+            id="two processes under torchrun",
+        ),
+    ],
+)
+def test_a_failing_trainer_prints_no_traceback(
+    assets: dict[str, Path], tmp_path: Path, env: dict[str, str], summary: list[str]
+) -> None:
+    """Started as upstream's image starts it (under torchrun, here launched by the module itself):
+    each rank's one-line error, then one line naming the failed ranks; no Python traceback anywhere."""
     argv = trainer_args(f"file://{assets['lm']}", tmp_path / "missing", {}, {})
-    res = run_program("trainop.programs.hf_llm_training", argv, {})
+    res = run_program("trainop.programs.hf_llm_training", argv, env)
     assert res.returncode == EXIT_USAGE, res.stderr
     assert "Traceback" not in res.stdout + res.stderr
     errors = [line for line in res.stderr.splitlines() if line.startswith("trainer: error: ")]
-    assert errors == [
-        f"trainer: error: --dataset_dir {tmp_path / 'missing'}: no such directory (the storage initializer "
-        "writes it: did it run?)",
-        "trainer: error: rank(s) 0 exited with 2 (their own error is above)",
-    ]
+    ranks = int(env.get("PET_NPROC_PER_NODE", "1"))
+    assert (
+        errors
+        == [
+            f"trainer: error: --dataset_dir {tmp_path / 'missing'}: no such directory (the storage "
+            "initializer writes it: did it run?)"
+        ]
+        * ranks
+        + summary
+    )

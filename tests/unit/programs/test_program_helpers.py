@@ -7,7 +7,12 @@ from typing import Any
 
 import pytest
 
-from trainop.programs.hf_llm_training import client_versions, coerce_value, compute_ranges
+from trainop.programs.hf_llm_training import (
+    build_single_rank_env,
+    client_versions,
+    coerce_value,
+    compute_ranges,
+)
 from trainop.programs.sources import ModelSource, build_model_source, build_repo_folder, detect_offline
 
 
@@ -80,3 +85,28 @@ def test_client_versions() -> None:
         "peft": "0.15.1",
     }
     assert client_versions({}) == {}
+
+
+@pytest.mark.parametrize(
+    ("env", "single"),
+    [
+        pytest.param({}, True, id="no PET_* (run by hand): one process"),
+        pytest.param({"PET_NNODES": "1", "PET_NPROC_PER_NODE": "1"}, True, id="a Master alone"),
+        pytest.param({"PET_NNODES": "2", "PET_NPROC_PER_NODE": "1"}, False, id="two nodes"),
+        pytest.param({"PET_NNODES": "1", "PET_NPROC_PER_NODE": "2"}, False, id="two processes"),
+    ],
+)
+def test_single_rank_env(env: dict[str, str], single: bool) -> None:
+    got = build_single_rank_env({**env, "PET_MASTER_ADDR": "127.0.0.1", "PET_MASTER_PORT": "4242"})
+    if not single:
+        assert got is None
+        return
+    assert got == {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "GROUP_RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "4242",
+    }
