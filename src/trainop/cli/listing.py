@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -167,23 +168,31 @@ def _resource(obj: dict[str, Any]) -> str:
     return "pod" if kind == "Pod" else f"{kind.lower()}.kubeflow.org"
 
 
+_AGO = re.compile(r" \([^()]* ago\)$")  # RESTARTS' "1 (5s ago)": the clock, not the pod, moves it
+
+
 def watch_rows(
     snapshot: Callable[[], dict[tuple[str, str], list[str]]],
     table: Table,
     gone_row: Callable[[list[str]], list[str]],
     first: dict[tuple[str, str], list[str]],
     stable: Callable[[list[str]], list[str]],
+    poll: float = WATCH_POLL,
 ) -> None:
-    """``-w``: after the first table, a row each time an object changes (its AGE aside), and one
-    for each that goes away. Runs until interrupted."""
-    seen = {k: stable(v) for k, v in first.items()}
+    """``-w``: after the first table, a row each time an object changes (its AGE aside, and how long
+    ago a restart was), and one for each that goes away. Runs until interrupted."""
+
+    def key(row: list[str]) -> list[str]:
+        return [_AGO.sub("", cell) for cell in stable(row)]
+
+    seen = {k: key(v) for k, v in first.items()}
     rows = dict(first)
     while True:
-        time.sleep(WATCH_POLL)
+        time.sleep(poll)
         now_rows = snapshot()
-        changed = [r for k, r in now_rows.items() if seen.get(k) != stable(r)]
+        changed = [r for k, r in now_rows.items() if seen.get(k) != key(r)]
         gone = [gone_row(rows[k]) for k in rows if k not in now_rows]
         if changed or gone:
             table.print_rows(changed + gone, header=False)
-        seen = {k: stable(v) for k, v in now_rows.items()}
+        seen = {k: key(v) for k, v in now_rows.items()}
         rows = now_rows

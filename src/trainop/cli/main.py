@@ -1211,6 +1211,14 @@ def logs(
             "--timestamps", help="With -f: stamp each new line as it arrives (RFC 3339, as kubectl)."
         ),
     ] = False,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="The bytes as written (\\r and escape codes kept); default: each line as a terminal "
+            "shows it, a progress bar's last frame (as run shows it).",
+        ),
+    ] = False,
     namespace: NamespaceOpt = "default",
     backend_name: BackendOpt = None,
     kubeconfig: KubeconfigOpt = None,
@@ -1219,6 +1227,7 @@ def logs(
     """Print a job's logs (all replicas prefixed, or one replica as is)."""
     from rich.text import Text
 
+    from trainop.cli.lines import render_line
     from trainop.cli.logview import LineFilter, compute_attempts_since, count_lines, format_stamp
 
     if tail is not None and tail < 0:
@@ -1261,12 +1270,16 @@ def logs(
             if not show:
                 continue
             stamp = "" if not timestamps else ("-" if old else format_stamp(time.time())) + " "
+            text = line.text if raw else render_line(line.text)
             if replica is not None:
-                typer.echo(stamp + line.text)
+                typer.echo(stamp + text)
                 continue
             label = line.replica if line.container in defaults else f"{line.replica}/{line.container}"
+            if raw:  # (rich would turn each \r into a new line)
+                typer.echo(f"{stamp}{label} | {text}")
+                continue
             colors.setdefault(label, _PALETTE[len(colors) % len(_PALETTE)])
-            console.print(Text.assemble(stamp, (f"{label} | ", colors[label]), line.text))
+            console.print(Text.assemble(stamp, (f"{label} | ", colors[label]), text))
         if not printed and previous:
             _fail(
                 f"no previous attempt for {replica or name}: the container has not restarted", EXIT_NOT_FOUND

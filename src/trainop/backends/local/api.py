@@ -989,9 +989,9 @@ class LogFollower:
             except OSError:
                 continue
             with fh:  # line by line: a log of gigabytes is never held whole
-                for raw in fh:
-                    for line in raw.decode(errors="replace").splitlines():
-                        yield LogLine(replica_label(self.row.name, pod), cont, p.attempt, line)
+                for raw in fh:  # lines end at \n only: a \r (a progress bar's frame) stays in its line
+                    line = raw.decode(errors="replace").removesuffix("\n")
+                    yield LogLine(replica_label(self.row.name, pod), cont, p.attempt, line)
 
     def _drain(self, key: tuple[str, str], final: bool) -> Iterator[LogLine]:
         attempt, fh, rest = self.open[key]
@@ -1040,7 +1040,7 @@ class LogFollower:
                     text = Path(r.log_path).read_bytes()
                 except OSError:
                     continue
-                for line in text.decode(errors="replace").splitlines():
+                for line in text.decode(errors="replace").removesuffix("\n").split("\n"):
                     yield LogLine(replica_label(self.row.name, key[0]), key[1], r.attempt, line)
         self.read_up_to[key] = max(done, latest - 1)
 

@@ -27,7 +27,7 @@ def read_tail(path: str) -> list[str]:
             data = fh.read()
     except OSError:
         return []
-    return data.decode(errors="replace").splitlines()
+    return data.decode(errors="replace").removesuffix("\n").split("\n")  # \r stays: render_line's
 
 
 class LocalFeed:
