@@ -1,16 +1,17 @@
-"""A notebook-style script written only with kubeflow-training's documented SDK calls.
+"""A notebook-style script written with kubeflow-training's documented SDK calls, through trainop.
 
-It imports ``kubeflow.training`` exactly as upstream's examples do. To run it with trainop, change the
-import lines from ``kubeflow.training`` to ``trainop.sdk`` (nothing else) and choose where jobs run:
-``TRAINOP_BACKEND=local`` runs them as processes on this machine; without it they go to the cluster of
-your kube-config. tests/integration/sdk/test_example.py does exactly that against the local backend.
+``trainop.sdk`` keeps kubeflow-training's API: code written for ``kubeflow.training`` runs after its
+import lines point at ``trainop.sdk`` (tests/integration/sdk/test_example.py shows this script still
+does what upstream's examples do). It runs in every environment the README makes (``make dev``,
+``make demo``, ``pip install trainop``): jobs run as processes on this machine unless
+``TRAINOP_BACKEND=kubernetes`` sends them to your kube-config's cluster. The pod template is written
+as plain dicts, so the ``kubernetes`` client package is not needed.
 """
 
+import os
 import sys
 
-from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
-
-from kubeflow.training import (
+from trainop.sdk import (  # was: from kubeflow.training import (
     KubeflowOrgV1PyTorchJob,
     KubeflowOrgV1PyTorchJobSpec,
     KubeflowOrgV1ReplicaSpec,
@@ -18,6 +19,9 @@ from kubeflow.training import (
     TrainingClient,
     constants,
 )
+
+# This machine unless told otherwise: TrainingClient() alone would need a kube-config and a cluster.
+os.environ.setdefault("TRAINOP_BACKEND", "local")
 
 JOB_NAME = "sdk-example-object"
 FUNC_JOB_NAME = "sdk-example-func"
@@ -27,28 +31,28 @@ TRAIN_CODE = "import os; print('replica', os.environ['RANK'], 'of', os.environ['
 
 
 def build_job() -> KubeflowOrgV1PyTorchJob:
-    container = V1Container(
-        name="pytorch",
-        image="docker.io/pytorch/pytorch:2.1.2-cuda11.8-cudnn8-runtime",
-        command=["python", "-c", TRAIN_CODE],
-    )
+    container = {
+        "name": "pytorch",
+        "image": "docker.io/pytorch/pytorch:2.1.2-cuda11.8-cudnn8-runtime",
+        "command": ["python", "-c", TRAIN_CODE],
+    }
     replica_spec = KubeflowOrgV1ReplicaSpec(
         replicas=1,
         restart_policy="OnFailure",
-        template=V1PodTemplateSpec(
-            metadata=V1ObjectMeta(annotations={"sidecar.istio.io/inject": "false"}),
-            spec=V1PodSpec(containers=[container]),
-        ),
+        template={
+            "metadata": {"annotations": {"sidecar.istio.io/inject": "false"}},
+            "spec": {"containers": [container]},
+        },
     )
     worker_spec = KubeflowOrgV1ReplicaSpec(
         replicas=2,
         restart_policy="OnFailure",
-        template=V1PodTemplateSpec(spec=V1PodSpec(containers=[container])),
+        template={"spec": {"containers": [container]}},
     )
     return KubeflowOrgV1PyTorchJob(
         api_version=constants.API_VERSION,
         kind=constants.PYTORCHJOB_KIND,
-        metadata=V1ObjectMeta(name=JOB_NAME),
+        metadata={"name": JOB_NAME},
         spec=KubeflowOrgV1PyTorchJobSpec(
             run_policy=KubeflowOrgV1RunPolicy(clean_pod_policy="None"),
             pytorch_replica_specs={"Master": replica_spec, "Worker": worker_spec},

@@ -379,6 +379,25 @@ def _root(
         _plugins_setting_is_ours = True
 
 
+_FAIL_FAST_HELP = (
+    "Fail the job at its first replica failure, whatever its restart policies say (the failure rule "
+    "trainop.dev/failure-policy: FailJob; docs/sdk.md)."
+)
+
+
+def _with_fail_fast(manifest: dict[str, Any], fail_fast: bool) -> dict[str, Any]:
+    """The manifest with the fail-fast rule (as the SDK's ``create_job(fail_fast=True)``), unless it
+    has failure rules of its own."""
+    if not fail_fast or not isinstance(manifest.get("metadata"), dict | None):
+        return manifest
+    from trainop.api.constants import ANNOTATION_FAILURE_POLICY
+    from trainop.sdk.client import FAIL_FAST_POLICY
+
+    meta = dict(manifest.get("metadata") or {})
+    meta["annotations"] = {ANNOTATION_FAILURE_POLICY: FAIL_FAST_POLICY, **(meta.get("annotations") or {})}
+    return {**manifest, "metadata": meta}
+
+
 @app.command()
 def submit(
     file: Annotated[
@@ -387,6 +406,7 @@ def submit(
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Override metadata.namespace.")
     ] = None,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help=_FAIL_FAST_HELP)] = False,
     backend: BackendOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -394,7 +414,7 @@ def submit(
     """Submit job(s) and return at once; each keeps running under its own supervisor (on a cluster:
     the operator's)."""
     target = _backend(backend, kubeconfig, context)
-    manifests = _read_manifests(file)
+    manifests = [_with_fail_fast(m, fail_fast) for m in _read_manifests(file)]
     if len(manifests) > 1:  # validate all first, so a bad second document does not leave half a submit
         for m in manifests:
             _call(target.prepare, m)
@@ -506,6 +526,7 @@ def run(
             "--dry-run", help="Print the job's YAML instead of running it (kubectl apply -f takes it)."
         ),
     ] = False,
+    fail_fast: Annotated[bool, typer.Option("--fail-fast", help=_FAIL_FAST_HELP)] = False,
     backend: BackendOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -529,7 +550,7 @@ def run(
             _torchrun_meta(ctx),
             args,
             namespace,
-            dry_run,
+            (dry_run, fail_fast),
             where,
             nnodes,
             workers,
@@ -613,13 +634,20 @@ def _prepare_run(
     torchrun: Any,
     args: list[str] | None,
     namespace: str | None,
-    dry_run: bool,
+    modes: tuple[bool, bool],
     where: tuple[str | None, ...],
     *opts: Any,
 ) -> tuple[JobClient | None, dict[str, Any], Path, bool]:
-    """run's manifest (from FILE, or built from a command) and backend; no backend for --dry-run,
-    which printed it. ``announce``: the job's name is generated, so run says which it is."""
+    """run's manifest (from FILE, or built from a command; with the fail-fast rule when asked) and
+    backend; no backend for --dry-run, which printed it. ``announce``: the job's name is generated, so
+    run says which it is."""
+    dry_run, fail_fast = modes
     nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts = opts
+    if fail_fast and max_restarts:
+        _fail(
+            "--fail-fast fails the job at its first failure; --max-restarts restarts it: use one",
+            EXIT_INVALID,
+        )
     script_flags = (
         nnodes,
         workers,
@@ -635,8 +663,22 @@ def _prepare_run(
     argv = args or []
     script = any(v is not None for v in script_flags) or _is_command(argv)
     if script:
-        manifest = _script_manifest(
-            torchrun, argv, namespace, nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts
+        manifest = _with_fail_fast(
+            _script_manifest(
+                torchrun,
+                argv,
+                namespace,
+                nnodes,
+                workers,
+                nproc_per_node,
+                j,
+                name,
+                image,
+                env,
+                gpu,
+                max_restarts,
+            ),
+            fail_fast,
         )
         file = Path("-")  # relative paths in the command resolve in the current directory
         if dry_run:
@@ -649,7 +691,7 @@ def _prepare_run(
             _fail("run takes one FILE, or a command to run (trainop run --help)", EXIT_INVALID)
         file = Path(argv[0])
         backend = _backend(*where)
-        manifests = _read_manifests(file)
+        manifests = [_with_fail_fast(m, fail_fast) for m in _read_manifests(file)]
         if len(manifests) != 1:
             _fail(
                 f"{file} holds {len(manifests)} documents; run takes one job (use submit for several)",

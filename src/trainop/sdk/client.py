@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from trainop.api import errors as api_errors
+from trainop.api.constants import ANNOTATION_FAILURE_POLICY
 from trainop.api.errors import FieldError
 from trainop.api.load import load_documents, parse_job
 from trainop.backends.base import BackendError, ClusterError, JobClient, NotFoundError
@@ -172,6 +173,8 @@ class TrainingClient:
         queue_name: str | None = None,
         volumes: Sequence[Any] | None = None,
         volume_mounts: Sequence[Any] | None = None,
+        *,
+        fail_fast: bool | None = None,
     ) -> None:
         """Create a training job from an object, or from a Python function run in every replica.
 
@@ -183,6 +186,12 @@ class TrainingClient:
         ``python -u``) or a TFJob (Chief/PS/Worker). ``packages_to_install`` is pip-installed first:
         on Kubernetes into the pod's Python, locally into a per-job virtual environment (never into
         yours). Locally the image is not used; the function runs with this interpreter.
+
+        ``fail_fast`` (trainop's): the job fails at its first replica failure, whatever the restart
+        policies say (annotation trainop.dev/failure-policy, one FailJob rule; a function job's
+        replicas also get restartPolicy Never, so nothing restarts). Default: on for a function job on
+        the local backend, as the Trainer v2 SDK's local backend reports Failed at once; off otherwise,
+        as upstream (a function job restarts OnFailure). docs/sdk.md says why.
 
         Raises:
             ValueError: invalid arguments, with upstream's messages.
@@ -198,6 +207,10 @@ class TrainingClient:
             >>> client.create_job(job=open("pytorchjob.yaml").read())
         """
         target_ns = namespace or self.namespace
+        if fail_fast is None:
+            fail_fast = train_func is not None and self.backend.name == "local"
+        if fail_fast:
+            annotations = {ANNOTATION_FAILURE_POLICY: FAIL_FAST_POLICY, **(annotations or {})}
         try:
             obj, isolated_env = build_create_request(
                 job=job,
@@ -230,6 +243,8 @@ class TrainingClient:
             raise err.with_message(
                 f"Failed to create {err.kind}: {target_ns}/{err.name}. Error: {err.cause}"
             ) from err.cause
+        if fail_fast and train_func is not None:
+            build_never_restart(obj)
         meta = obj["metadata"]
         kind, ns, job_name = obj["kind"], meta["namespace"], meta.get("name", "")
         if queue_name and queue_name.strip():
@@ -980,6 +995,19 @@ def _checked_kind(kind: Any) -> str:
     if kind not in constants.JOB_PARAMETERS:
         raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
     return str(kind)
+
+
+# ``fail_fast``: the first replica failure fails the job (docs/failure-policy.md's rule shape).
+FAIL_FAST_POLICY = '[{"name": "fail-fast", "action": "FailJob"}]'
+
+
+def build_never_restart(obj: dict[str, Any]) -> None:
+    """Every replica of a job built from a function: restartPolicy Never (no in-place restart)."""
+    for key, specs in (obj.get("spec") or {}).items():
+        if key.endswith("ReplicaSpecs") and isinstance(specs, dict):
+            for spec in specs.values():
+                if isinstance(spec, dict):
+                    spec["restartPolicy"] = "Never"
 
 
 def build_create_request(

@@ -41,6 +41,7 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "TrainingClient.__init__",
         "local_home",
     ): "extra keyword-only parameter: the local backend's state directory",
+    ("TrainingClient.create_job", "fail_fast"): "extra keyword-only parameter: fail at the first error",
     ("kubeflow.training", "SDKError"): "extra: RuntimeError subclass the backends' failures raise",
     ("kubeflow.training", "NotFoundError"): "extra: RuntimeError subclass for a 404",
     ("kubeflow.training", "AlreadyExistsError"): "extra: RuntimeError subclass for a 409",
