@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from trainop.api.common import TrainingJob
 from trainop.api.constants import ANNOTATION_INTERRUPTED
 from trainop.api.defaults import apply_defaults
 from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, build_failure_policy
@@ -52,6 +53,23 @@ def _iso_age(value: str | None) -> str:
         return value
 
 
+def _container_facts(cs: dict[str, Any]) -> tuple[str | None, str | None, list[str]]:
+    """(pid while running here, last exit, messages) of one container status."""
+    state = cs.get("state") or {}
+    container_id = str(cs.get("containerID", ""))
+    pid = (
+        container_id.removeprefix("local://")
+        if "running" in state and container_id.startswith("local://")
+        else None
+    )
+    term = state.get("terminated") or (cs.get("lastState") or {}).get("terminated")
+    last_exit = f"{term.get('exitCode')} ({term.get('reason', '')})" if term else None
+    messages = [
+        str(m) for m in ((state.get("waiting") or {}).get("message"), (term or {}).get("message")) if m
+    ]
+    return pid, last_exit, messages
+
+
 def _pod_summary(pod: dict[str, Any]) -> tuple[str, int, str, str, str]:
     """(phase, restarts, pid, last exit, message) for one pod."""
     status = pod.get("status") or {}
@@ -61,17 +79,11 @@ def _pod_summary(pod: dict[str, Any]) -> tuple[str, int, str, str, str]:
     messages: list[str] = []
     for cs in status.get("containerStatuses") or []:
         restarts += int(cs.get("restartCount") or 0)
-        state = cs.get("state") or {}
-        if "running" in state and str(cs.get("containerID", "")).startswith("local://"):
-            pids.append(str(cs["containerID"]).removeprefix("local://"))
-        term = state.get("terminated") or (cs.get("lastState") or {}).get("terminated")
-        if term:
-            last_exit = f"{term.get('exitCode')} ({term.get('reason', '')})"
-        waiting = state.get("waiting") or {}
-        if waiting.get("message"):
-            messages.append(str(waiting["message"]))
-        if term and term.get("message"):
-            messages.append(str(term["message"]))
+        pid, exited, said = _container_facts(cs)
+        if pid is not None:
+            pids.append(pid)
+        last_exit = exited or last_exit
+        messages.extend(said)
     for cond in status.get("conditions") or []:
         if cond.get("status") == "False" and cond.get("reason") == "Unschedulable":
             messages.append(str(cond.get("message", "")))
@@ -84,16 +96,31 @@ def _pod_summary(pod: dict[str, Any]) -> tuple[str, int, str, str, str]:
 
 
 def print_details(console: Console, d: JobDetails) -> None:
+    defaulted = apply_defaults(d.job)
+    for key, value in _header_fields(d, defaulted):
+        console.print(f"[bold]{key + ':':<13}[/]{escape(str(value))}")
+    _print_failure_policy(console, defaulted)
+    _print_replica_specs(console, defaulted)
+    _print_conditions(console, d.job)
+    _print_replicas(console, d)
+    _print_events(console, d)
+
+
+def _state(d: JobDetails) -> str:
+    """The newest True condition, ``(deleting)`` while deleted; an interrupted run says how to go on."""
     job = d.job
-    defaulted = apply_defaults(job)
-    rp = defaulted.run_policy
-    state = detect_state(job) + (" (deleting)" if d.deleting else "")
     interrupted = (job.metadata.annotations or {}).get(ANNOTATION_INTERRUPTED)
     if interrupted and detect_state(job) == "Suspended":
-        state = (
+        return (
             f"Interrupted at {interrupted} (trainop run was stopped; its replicas were stopped, its "
             f"logs kept: trainop resume {job.name} runs it again, trainop delete {job.name} removes it)"
         )
+    return detect_state(job) + (" (deleting)" if d.deleting else "")
+
+
+def _header_fields(d: JobDetails, defaulted: TrainingJob) -> list[tuple[str, str]]:
+    job = d.job
+    rp = defaulted.run_policy
     created = job.metadata.creation_timestamp
     local = created.astimezone() if created else None  # the API's UTC, shown in this machine's zone
     fields = [
@@ -101,7 +128,7 @@ def print_details(console: Console, d: JobDetails) -> None:
         ("Namespace", job.namespace),
         ("Kind", job.kind),
         ("Created", f"{local:%Y-%m-%d %H:%M:%S %Z} ({_age(local.timestamp())} ago)" if local else "?"),
-        ("State", state),
+        ("State", _state(d)),
         *_where_fields(d),
         (
             "Run policy",
@@ -116,11 +143,10 @@ def print_details(console: Console, d: JobDetails) -> None:
         unqueued = build_queue_not_managed_message(job, kind_info(job))
         where = "(Kueue LocalQueue)" if unqueued is None else f"- {unqueued}"
         fields.append(("Queue", f"{queue} {where}"))
-    for key, value in fields:
-        console.print(f"[bold]{key + ':':<13}[/]{escape(str(value))}")
+    return fields
 
-    _print_failure_policy(console, defaulted)
 
+def _print_replica_specs(console: Console, defaulted: TrainingJob) -> None:
     console.print("\n[bold]Replica specs:[/]")
     t = _table("TYPE", "REPLICAS", "RESTART POLICY", "COMMAND")
     for rtype, rs in defaulted.replica_specs.items():
@@ -132,48 +158,53 @@ def print_details(console: Console, d: JobDetails) -> None:
         t.add_row(rtype, str(rs.replicas), str(rs.restart_policy), escape("\n".join(cmds)))
     print_table(console, t)
 
+
+def _print_conditions(console: Console, job: TrainingJob) -> None:
     console.print("\n[bold]Conditions:[/]")
     conds = (job.status.conditions if job.status else None) or []
-    if conds:
-        t = _table("TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
-        for cond in conds:
-            age = _age(cond.last_transition_time.timestamp()) if cond.last_transition_time else ""
-            t.add_row(cond.type, cond.status, cond.reason or "", age, escape(cond.message or ""))
-        print_table(console, t)
-    else:
+    if not conds:
         console.print("  none yet")
+        return
+    t = _table("TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
+    for cond in conds:
+        age = _age(cond.last_transition_time.timestamp()) if cond.last_transition_time else ""
+        t.add_row(cond.type, cond.status, cond.reason or "", age, escape(cond.message or ""))
+    print_table(console, t)
 
+
+def _print_replicas(console: Console, d: JobDetails) -> None:
     console.print("\n[bold]Replicas:[/]")
-    ports = {f"{rtype.lower()}-{i}": port for (rtype, i), port in d.ports.items()}
-    if d.pods:
-        t = _table("REPLICA", "PHASE", "RESTARTS", "PORT", "PID", "LAST EXIT", "AGE", "MESSAGE")
-        for pod in d.pods:
-            label = replica_label(job.name, pod["metadata"]["name"])
-            phase, restarts, pid, last_exit, message = _pod_summary(pod)
-            t.add_row(
-                label,
-                phase,
-                str(restarts),
-                str(ports.get(label, "")),
-                pid,
-                last_exit,
-                _iso_age(
-                    (pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp")
-                ),
-                escape(message),
-            )
-        print_table(console, t)
-    else:
+    if not d.pods:
         console.print(f"  {_no_pods(d)}")
+        return
+    ports = {f"{rtype.lower()}-{i}": port for (rtype, i), port in d.ports.items()}
+    t = _table("REPLICA", "PHASE", "RESTARTS", "PORT", "PID", "LAST EXIT", "AGE", "MESSAGE")
+    for pod in d.pods:
+        label = replica_label(d.job.name, pod["metadata"]["name"])
+        phase, restarts, pid, last_exit, message = _pod_summary(pod)
+        started = (pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp")
+        t.add_row(
+            label,
+            phase,
+            str(restarts),
+            str(ports.get(label, "")),
+            pid,
+            last_exit,
+            _iso_age(started),
+            escape(message),
+        )
+    print_table(console, t)
 
+
+def _print_events(console: Console, d: JobDetails) -> None:
     console.print("\n[bold]Events:[/]")
-    if d.events:
-        t = _table("TYPE", "REASON", "AGE", "COUNT", "MESSAGE")
-        for e in d.events:
-            t.add_row(e.type, e.reason, _age(e.last_ts), str(e.count), escape(e.message))
-        print_table(console, t)
-    else:
+    if not d.events:
         console.print("  none")
+        return
+    t = _table("TYPE", "REASON", "AGE", "COUNT", "MESSAGE")
+    for e in d.events:
+        t.add_row(e.type, e.reason, _age(e.last_ts), str(e.count), escape(e.message))
+    print_table(console, t)
 
 
 def _where_fields(d: JobDetails) -> list[tuple[str, str]]:
