@@ -75,6 +75,42 @@ def build_exited_event(namespace: str, pod: dict[str, Any], exit_code: int) -> E
     )
 
 
+def _container_events(name: str, uid: str, cs: dict[str, Any]) -> list[Event]:
+    """One container's warnings: terminated with a non-zero code, waiting with a message."""
+    state = cs.get("state") or {}
+    cname = cs.get("name", "")
+    restarts = cs.get("restartCount") or 0
+    out: list[Event] = []
+    term = state.get("terminated")
+    if term is not None and (term.get("exitCode") or 0) != 0:
+        msg = (
+            f"Error pod {name} container {cname} exitCode: {term.get('exitCode')} "
+            f"terminated message: {term.get('message', '')}"
+        )
+        reason = str(term.get("reason") or "")
+        out.append(Event(WARNING, reason, msg, key=f"abnormal/{uid}/{cname}/{restarts}/{reason}/{msg}"))
+    wait = state.get("waiting")
+    if wait is not None and wait.get("message"):
+        msg = f"Error pod {name} container {cname} waiting message: {wait['message']}"
+        reason = str(wait.get("reason") or "")
+        out.append(Event(WARNING, reason, msg, key=f"abnormal/{uid}/{cname}/{restarts}/{reason}/{msg}"))
+    return out
+
+
+def _newest_unmet_condition(status: dict[str, Any]) -> dict[str, Any] | None:
+    """The newest pod condition that is not True, by lastTransitionTime (RFC 3339 strings of one
+    format sort by time); ties keep the first."""
+    latest: dict[str, Any] | None = None
+    for cond in status.get("conditions") or ():
+        if cond.get("status") == "True":
+            continue
+        if latest is None or str(cond.get("lastTransitionTime") or "") > str(
+            latest.get("lastTransitionTime") or ""
+        ):
+            latest = cond
+    return latest
+
+
 def build_abnormal_pod_events(pod: dict[str, Any]) -> list[Event]:
     """Warnings for an active pod in trouble (§6.3 "abnormal pods"), keyed by their content so each
     distinct message is emitted once (§9.9).
@@ -88,41 +124,11 @@ def build_abnormal_pod_events(pod: dict[str, Any]) -> list[Event]:
         return []  # the common case, every container running: nothing to say
     name = detect_name(pod)
     uid = detect_uid(pod) or name
-    out: list[Event] = []
     if statuses:
-        for cs in statuses:
-            state = cs.get("state") or {}
-            cname = cs.get("name", "")
-            restarts = cs.get("restartCount") or 0
-            term = state.get("terminated")
-            if term is not None and (term.get("exitCode") or 0) != 0:
-                msg = (
-                    f"Error pod {name} container {cname} exitCode: {term.get('exitCode')} "
-                    f"terminated message: {term.get('message', '')}"
-                )
-                reason = str(term.get("reason") or "")
-                out.append(
-                    Event(WARNING, reason, msg, key=f"abnormal/{uid}/{cname}/{restarts}/{reason}/{msg}")
-                )
-            wait = state.get("waiting")
-            if wait is not None and wait.get("message"):
-                msg = f"Error pod {name} container {cname} waiting message: {wait['message']}"
-                reason = str(wait.get("reason") or "")
-                out.append(
-                    Event(WARNING, reason, msg, key=f"abnormal/{uid}/{cname}/{restarts}/{reason}/{msg}")
-                )
-        return out
-    latest: dict[str, Any] | None = None
-    for cond in status.get("conditions") or ():
-        if cond.get("status") == "True":
-            continue
-        # The newest by lastTransitionTime (RFC 3339 strings of one format sort by time); ties keep the first.
-        if latest is None or str(cond.get("lastTransitionTime") or "") > str(
-            latest.get("lastTransitionTime") or ""
-        ):
-            latest = cond
-    if latest is not None:
-        msg = f"Error pod {name} condition message: {latest.get('message', '')}"
-        reason = str(latest.get("reason") or "")
-        out.append(Event(WARNING, reason, msg, key=f"abnormal/{uid}/condition/{reason}/{msg}"))
-    return out
+        return [event for cs in statuses for event in _container_events(name, uid, cs)]
+    latest = _newest_unmet_condition(status)
+    if latest is None:
+        return []
+    msg = f"Error pod {name} condition message: {latest.get('message', '')}"
+    reason = str(latest.get("reason") or "")
+    return [Event(WARNING, reason, msg, key=f"abnormal/{uid}/condition/{reason}/{msg}")]
