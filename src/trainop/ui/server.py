@@ -21,6 +21,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -267,6 +268,11 @@ async def stream_job(request: web.Request) -> web.StreamResponse:
     return await _sse_loop(request, produce, LIST_INTERVAL)
 
 
+@dataclass(frozen=True, slots=True)
+class _Partial:
+    lines: list[tuple[str, str, str]]  # (replica, container, text) of each unfinished last line
+
+
 class _LogPump:
     """Reads a log iterator on a thread of its own into a bounded queue: a slow browser slows the
     reader (backpressure), so memory stays bounded however big the log."""
@@ -278,6 +284,14 @@ class _LogPump:
         self.stopped = threading.Event()
         self.lines: Any = iter(())
         self.close: Callable[[], None] = lambda: None
+        self.last_partial: list[tuple[str, str, str]] = []
+
+    def partials(self, lines: list[Any]) -> None:
+        """The unfinished last lines, queued when they changed (a bar's next state)."""
+        now = [(ln.replica, ln.container, ln.text) for ln in lines]
+        if now != self.last_partial:
+            self.last_partial = now
+            self._put(_Partial(now))
 
     def start(self, lines: Any, close: Callable[[], None]) -> None:
         self.lines, self.close = lines, close
@@ -346,7 +360,7 @@ async def _pump_logs(
     try:
         try:
             lines, close = await source.call(
-                source.open_logs, name, ns, replica, container, follow, pump.stopped.is_set
+                source.open_logs, name, ns, replica, container, follow, pump.stopped.is_set, pump.partials
             )
         except BackendError as exc:
             return web.json_response({"error": _error(exc)}, status=404)
@@ -372,6 +386,10 @@ async def stream_logs(request: web.Request) -> web.StreamResponse:
         rows = [[ln.replica, ln.container, render_line(ln.text)] for ln in items if hasattr(ln, "text")]
         if rows:  # msgspec: a gigabyte of log is JSON-encoded 5x faster than with json
             await response.write(b"event: lines\ndata: " + _ENCODE(rows) + b"\n\n")
+        partial = [it for it in items if isinstance(it, _Partial)]
+        if partial:  # the latest state of each unfinished line (a bar drawn in place)
+            now = [[r, c, render_line(t)] for r, c, t in partial[-1].lines]
+            await response.write(b"event: partial\ndata: " + _ENCODE(now) + b"\n\n")
         if isinstance(items[-1], BackendError):
             await response.write(b"event: failed\ndata: " + _ENCODE(_error(items[-1])) + b"\n\n")
         if items[-1] is _LogPump.END or isinstance(items[-1], BackendError):

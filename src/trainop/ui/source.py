@@ -69,10 +69,12 @@ class Source:
         container: str | None,
         follow: bool,
         stop: Callable[[], bool],
+        partials: Callable[[list[LogLine]], None],
     ) -> tuple[Iterator[LogLine], Callable[[], None]]:
         """A log reader of its own and how to close it. On this machine: a second store connection
         (the follower sleeps between polls, so it must not hold the shared worker), and ``stop()``
-        ends a follow whose page has gone even while the job runs on and writes nothing."""
+        ends a follow whose page has gone even while the job runs on and writes nothing; ``partials``
+        gets each container's unfinished last line (a cluster's logs have none to give)."""
         from trainop.backends.local.api import LocalBackend
 
         if isinstance(self.backend, LocalBackend):
@@ -84,7 +86,13 @@ class Source:
                 own = LocalBackend(local.paths.home, local.env, spawner=local.spawner)
                 try:
                     yield from own.logs(
-                        name, namespace, replica=replica, container=container, follow=follow, stop=stop
+                        name,
+                        namespace,
+                        replica=replica,
+                        container=container,
+                        follow=follow,
+                        stop=stop,
+                        partials=partials,
                     )
                 finally:
                     own.close()

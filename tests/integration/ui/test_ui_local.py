@@ -108,10 +108,10 @@ def test_a_pending_replica_shows_why(browser: Any, ui: UiServer, ui_env: dict[st
     trainop(ui_env, "delete", "wants-gpu")
 
 
-def test_followed_logs_show_new_lines_and_a_carriage_return_bar_ends_as_one_line(
+def test_followed_logs_show_new_lines_and_a_carriage_return_bar_in_place_then_as_one_line(
     browser: Any, ui: UiServer, ui_env: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gate, seen = tmp_path / "go", tmp_path / "seen"
+    gate, half, seen = tmp_path / "go", tmp_path / "half", tmp_path / "seen"
     script = (
         "import os,sys,time\n"
         "print('first line', flush=True)\n"
@@ -120,6 +120,7 @@ def test_followed_logs_show_new_lines_and_a_carriage_return_bar_ends_as_one_line
         "for i in range(0, 101, 10):\n"
         "    sys.stdout.write(f'\\rtraining {i:3d}%|' + '#' * (i // 10))\n"
         "    sys.stdout.flush(); time.sleep(0.02)\n"
+        f"    while i == 50 and not os.path.exists({str(half)!r}): time.sleep(0.01)\n"
         "print(flush=True)\n"
         f"while not os.path.exists({str(seen)!r}): time.sleep(0.05)\n"
     )
@@ -133,7 +134,13 @@ def test_followed_logs_show_new_lines_and_a_carriage_return_bar_ends_as_one_line
     )
     shown = time.time()
     written = float(line[0].rsplit(" ", 1)[1])
+    # Half way, the bar is drawn in place: one unfinished line in its state now, no finished line yet.
+    half_way = ["master-0 | training  50%|#####"]
+    wait_until(lambda: texts_of(browser, "#log-partial .partial") == half_way, "the bar half way, in place")
+    assert [t for t in texts_of(browser, "#log .line") if "training" in t] == []
+    half.touch()
     bar = wait_until(lambda: [t for t in texts_of(browser, "#log .line") if "training" in t], "the bar")
+    wait_until(lambda: texts_of(browser, "#log-partial .partial") == [], "the unfinished line gone")
     seen.touch()
     # The bar's eleven \r states end as the one line a terminal shows.
     assert bar == ["master-0 | training 100%|##########"], bar

@@ -749,14 +749,16 @@ class LocalBackend:
         follow: bool = False,
         previous: bool = False,
         stop: Callable[[], bool] | None = None,
+        partials: Callable[[list[LogLine]], None] | None = None,
     ) -> Iterator[LogLine]:
         """Lines of the replicas' logs (newest attempt, or the one before with ``previous``); with
         ``follow``, keeps reading (across restarts) until the job is finished and its processes ended,
-        or ``stop()`` says so (a web page that closed: its reader must not wait for the job's end)."""
+        or ``stop()`` says so (a web page that closed: its reader must not wait for the job's end);
+        ``partials`` gets the unfinished last lines after each poll (a bar drawn in place)."""
         row = self._row(name, namespace)  # raises now, not at the first line
         self._check_log_selection(row, replica, container)
         follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
-        return follower.follow(stop) if follow else follower.read_all()
+        return follower.follow(stop, partials) if follow else follower.read_all()
 
     def _check_log_selection(self, row: JobRow, replica: str | None, container: str | None) -> None:
         """A replica or container the job has never had is an error that lists the ones it has (rather
@@ -1044,11 +1046,24 @@ class LogFollower:
                     yield LogLine(replica_label(self.row.name, key[0]), key[1], r.attempt, line)
         self.read_up_to[key] = max(done, latest - 1)
 
-    def follow(self, stop: Any = None) -> Iterator[LogLine]:
-        """Poll until the job is finished (or gone) and every selected process has ended."""
+    def partial_lines(self) -> list[LogLine]:
+        """Each followed container's unfinished last line (a progress bar between two ``\\r``)."""
+        return [
+            LogLine(replica_label(self.row.name, pod), container, attempt, rest.decode(errors="replace"))
+            for (pod, container), (attempt, _, rest) in sorted(self.open.items())
+            if rest
+        ]
+
+    def follow(
+        self, stop: Any = None, partials: Callable[[list[LogLine]], None] | None = None
+    ) -> Iterator[LogLine]:
+        """Poll until the job is finished (or gone) and every selected process has ended; after each
+        poll, ``partials`` gets the unfinished last lines."""
         try:
             while True:
                 yield from self.poll()
+                if partials is not None:
+                    partials(self.partial_lines())
                 row = self.backend.store.get_job(self.row.uid)
                 if row is None:
                     return

@@ -39,11 +39,7 @@ class LocalFeed:
         return self.follower.poll()
 
     def partial_lines(self) -> list[LogLine]:
-        return [
-            LogLine(replica_label(self.row.name, pod), container, attempt, rest.decode(errors="replace"))
-            for (pod, container), (attempt, _, rest) in sorted(self.follower.open.items())
-            if rest
-        ]
+        return self.follower.partial_lines()
 
     def notes(self) -> list[str]:
         return []

@@ -210,7 +210,9 @@ function makeLogView(ns, name, section, currentPage) {
   const download = el("a", { id: "log-download" }, "Download");
   const state = el("span", { id: "log-state", class: "muted" });
   const pre = el("pre", { id: "log", class: "log" });
+  const partial = el("div", { id: "log-partial" }); // unfinished last lines: a bar drawn in place
   section.replaceChildren(el("div", { class: "logbar" }, replica, search, download, state), pre);
+  const prefixed = (rep, text) => (replica.value ? text : `${rep} | ${text}`);
   let source = null, started = false, known = "";
   function href() {
     const q = new URLSearchParams();
@@ -219,7 +221,8 @@ function makeLogView(ns, name, section, currentPage) {
   }
   function open() {
     if (source) source.close();
-    pre.replaceChildren();
+    pre.replaceChildren(partial);
+    partial.replaceChildren();
     const q = href();
     download.href = `/api/jobs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/logs?${q}`;
     state.textContent = "following";
@@ -228,16 +231,19 @@ function makeLogView(ns, name, section, currentPage) {
       const rows = JSON.parse(e.data);
       const atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
       const needle = search.value;
-      const many = new Set(rows.map((r) => r[0])).size > 1 || !replica.value;
       const frag = document.createDocumentFragment();
       for (const [rep, _container, text] of rows) {
-        const line = el("div", { class: "line" }, many ? `${rep} | ${text}` : text);
+        const line = el("div", { class: "line" }, prefixed(rep, text));
         if (needle && !line.textContent.includes(needle)) line.hidden = true;
         frag.append(line);
       }
-      pre.append(frag);
-      while (pre.childElementCount > MAX_LOG_LINES) pre.firstElementChild.remove();
+      pre.insertBefore(frag, partial);
+      while (pre.childElementCount > MAX_LOG_LINES + 1) pre.firstElementChild.remove();
       if (atBottom) pre.scrollTop = pre.scrollHeight;
+    });
+    source.addEventListener("partial", (e) => {
+      const rows = JSON.parse(e.data);
+      partial.replaceChildren(...rows.map(([rep, _container, text]) => el("div", { class: "partial" }, prefixed(rep, text))));
     });
     source.addEventListener("failed", (e) => { section.append(errorBox(JSON.parse(e.data))); });
     source.addEventListener("end", () => { state.textContent = "ended"; source.close(); });
