@@ -415,6 +415,30 @@ class JobClient(Protocol):
 
     def kill_replicas(self, name: str, namespace: str = "default") -> None: ...
 
+    # --- Kubeflow Trainer v2 TrainJobs (Kubernetes JSON, trainer.kubeflow.org/v1alpha1) ------------
+    def list_trainjobs(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        """TrainJobs of ``namespace`` (None: all), by namespace and name."""
+        ...
+
+    def get_trainjob(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        """The TrainJob with its status; NotFoundError (``kind`` TrainJob)."""
+        ...
+
+    def trainjob_pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        """The TrainJob's pods (Kubernetes JSON, ``status.phase``), steps in order."""
+        ...
+
+    def trainjob_logs(
+        self, name: str, namespace: str = "default", *, replica: str | None = None, follow: bool = False
+    ) -> Iterator[LogLine]:
+        """Its pods' output (``replica``: one pod, ``node-0-1`` or its full name); ``follow``: until
+        the TrainJob has finished."""
+        ...
+
+    def delete_trainjob(self, name: str, namespace: str = "default", *, grace: float | None = None) -> None:
+        """Stop its pods (SIGTERM, SIGKILL after ``grace`` seconds) and remove it."""
+        ...
+
     def delete(
         self,
         name: str,

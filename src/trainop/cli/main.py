@@ -602,7 +602,6 @@ def _run_trainjob_file(
 ) -> None:
     """A FILE holding a trainer.kubeflow.org TrainJob runs on this machine (cli/trainjob_cmd.py); the
     kubernetes backend (--backend, $TRAINOP_BACKEND, --kubeconfig/--context) is refused in one line."""
-    from trainop.api.errors import InvalidJobError
     from trainop.cli.backend import ENV_BACKEND, SelectionError, build_selection
     from trainop.cli.trainjob_cmd import holds_trainjob, run_trainjob
 
@@ -623,10 +622,7 @@ def _run_trainjob_file(
             "TrainJobs), or run it here with --backend local",
             EXIT_INVALID,
         )
-    try:
-        code = run_trainjob(docs, _base_dir(Path(args[0])), namespace=namespace, dry_run=dry_run)
-    except InvalidJobError as exc:
-        _invalid(exc)
+    code = _call(run_trainjob, docs, _base_dir(Path(args[0])), namespace=namespace, dry_run=dry_run)
     raise typer.Exit(code)
 
 
@@ -1088,6 +1084,14 @@ def get(
     if kind_or_name and kind_or_name.lower() in POD_WORDS:
         _get_pods(backend, scope, name, reqs, output, watch)
         return
+    from trainop.cli.trainjob_cmd import TRAINJOB_WORDS
+
+    if kind_or_name and kind_or_name.lower() in TRAINJOB_WORDS:
+        found = (
+            [_call(backend.get_trainjob, name, namespace)] if name else _call(backend.list_trainjobs, scope)
+        )
+        _print_trainjobs(found, output, all_namespaces, single=name is not None, scope=scope)
+        return
     kind = _kind_arg(kind_or_name) if kind_or_name else None
     if kind_or_name and kind is None:
         if name is not None:
@@ -1113,6 +1117,9 @@ def get(
         except NotFoundError:
             return []
 
+    if name is not None and kind is None and (trainjob := _find_trainjob(backend, name, namespace)):
+        _print_trainjobs([trainjob], output, all_namespaces, single=True, scope=scope)
+        return
     jobs = [_call(backend.get, name, namespace, kind)] if name is not None else current()
     if output not in (None, "wide"):
         _print_objects([j.to_dict() for j in jobs], output, single=name is not None)
@@ -1139,6 +1146,62 @@ def get(
         return rows
 
     _print_and_watch(columns, snapshot, watch, "STATE")
+
+
+def _find_trainjob(backend: JobClient, name: str, namespace: str) -> dict[str, Any] | None:
+    """The TrainJob of that name, when no kubeflow.org/v1 job has it and the backend serves one."""
+    from trainop.backends.base import BackendError, NotFoundError
+
+    try:
+        backend.get(name, namespace)
+        return None
+    except NotFoundError:
+        pass
+    except BackendError:
+        return None  # the v1 path reports it
+    try:
+        return backend.get_trainjob(name, namespace)
+    except BackendError:
+        return None
+
+
+def _print_trainjobs(
+    objs: list[dict[str, Any]], output: str | None, all_namespaces: bool, *, single: bool, scope: str | None
+) -> None:
+    from trainop.cli.listing import Table
+    from trainop.cli.trainjob_cmd import build_trainjob_rows
+
+    if output not in (None, "wide"):
+        _print_objects(objs, output, single=single)
+        return
+    if not objs:
+        where = f"in namespace {scope}" if scope else "in any namespace"
+        _console(stderr=True).print(_escape(f"No TrainJobs {where} (trainop run FILE runs one)."))
+        return
+    columns, rows = build_trainjob_rows(objs, all_namespaces, time.time())
+    Table(columns, sys.stdout).print_rows(rows, header=True)
+
+
+def _trainjob_logs(
+    backend: JobClient, name: str, namespace: str, replica: str | None, follow: bool, previous: bool
+) -> None:
+    """A TrainJob's logs: its pods' lines, ``node-0-1 | …`` (as is with --replica)."""
+    from rich.text import Text
+
+    if previous:
+        _fail(f"no previous attempt for {replica or name}: a TrainJob's pods run once here", EXIT_NOT_FOUND)
+    console, colors = _console(), dict[str, str]()
+    lines = _call(backend.trainjob_logs, name, namespace, replica=replica, follow=follow)
+    try:
+        for line in lines if follow else _call(list, lines):
+            if replica is not None:
+                typer.echo(line.text)
+                continue
+            label = line.replica if line.container == "node" else f"{line.replica}/{line.container}"
+            colors.setdefault(label, _PALETTE[len(colors) % len(_PALETTE)])
+            console.print(Text.assemble((f"{label} | ", colors[label]), line.text))
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def _print_and_watch(columns: list[str], snapshot: Any, watch: bool, state_column: str) -> None:
@@ -1220,8 +1283,16 @@ def describe(
 ) -> None:
     """Spec summary, conditions, replica statuses, processes and events of a job."""
     from trainop.cli.describe import print_details
+    from trainop.cli.trainjob_cmd import describe_trainjob
 
-    details = _call(_backend(backend, kubeconfig, context).describe, name, namespace)
+    target = _backend(backend, kubeconfig, context)
+    trainjob = _find_trainjob(target, name, namespace)
+    if trainjob is not None:
+        pods = _call(target.trainjob_pods, name, namespace)
+        for line in describe_trainjob(trainjob, pods):
+            typer.echo(line)
+        return
+    details = _call(target.describe, name, namespace)
     print_details(_console(), details)
 
 
@@ -1287,6 +1358,9 @@ def logs(
         except ValueError as exc:
             _fail(str(exc), EXIT_INVALID)
     backend = _backend(backend_name, kubeconfig, context)
+    if _find_trainjob(backend, name, namespace) is not None:
+        _trainjob_logs(backend, name, namespace, replica, follow, previous)
+        return
     console = _console()
     colors: dict[str, str] = {}
     job = _call(backend.get, name, namespace)
@@ -1360,9 +1434,12 @@ def delete(
 ) -> None:
     """Delete jobs: SIGTERM to every replica, SIGKILL after terminationGracePeriodSeconds; state and logs go.
     A name that is not found does not stop the others (exit 3 at the end, as kubectl)."""
+    from trainop.cli.trainjob_cmd import TRAINJOB_WORDS
+
     args = list(names or [])
     kind = _kind_arg(args[0]) if args else None
-    if kind is not None:
+    trainjobs = bool(args) and args[0].lower() in TRAINJOB_WORDS
+    if kind is not None or trainjobs:
         args = args[1:]
     ways = [
         w for w, given in (("NAME", bool(args)), ("--all", all_jobs), ("-l", selector), ("-f", file)) if given
@@ -1395,6 +1472,14 @@ def delete(
             typer.echo("No resources found", err=True)
     code = EXIT_OK
     for name, ns, k in targets:
+        if k is None and (trainjobs or _find_trainjob(backend, name, ns) is not None):
+            try:
+                _call(backend.delete_trainjob, name, ns, grace=grace_period)
+            except typer.Exit as exc:
+                code = exc.exit_code
+                continue
+            typer.echo(f"trainjob.trainer.kubeflow.org/{name} deleted")
+            continue
         try:
             job = _call(backend.get, name, ns, k)
             _call(backend.delete, name, ns, wait=wait, grace=grace_period)

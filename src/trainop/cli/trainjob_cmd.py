@@ -1,12 +1,14 @@
 """``trainop run FILE`` for Kubeflow Trainer v2 files: a TrainJob (with any runtimes beside it) runs
 in the foreground on this machine; ``--dry-run`` prints the pods and objects it becomes on a cluster.
 
-Thin: reads the file, hands it to ``backends.local.trainjob``, prints errors as the CLI does.
+Thin: reads the file, hands it to ``backends.local.trainjob``, prints errors as the CLI does; and
+what ``get``/``describe`` print for a TrainJob the backend serves (``JobClient.get_trainjob``).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +49,65 @@ def convert_file(docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
         prefix = f"{job.kind}/{job.name}: " if len(docs) > 1 else ""
         notes += [prefix + n for n in conversion.notes]
     return out, notes
+
+
+TRAINJOB_WORDS = ("trainjob", "trainjobs", "trainjob.trainer.kubeflow.org", "trainjobs.trainer.kubeflow.org")
+
+
+def trainjob_state(obj: Mapping[str, Any]) -> str:
+    """The newest True condition's type (Complete, Failed, Suspended), else Running."""
+    for cond in reversed((obj.get("status") or {}).get("conditions") or []):
+        if cond.get("status") == "True":
+            return str(cond.get("type"))
+    return "Running"
+
+
+def build_trainjob_rows(
+    objs: Sequence[Mapping[str, Any]], all_namespaces: bool, now: float
+) -> tuple[list[str], list[list[str]]]:
+    """``get trainjobs``' columns and rows: NAME STATE RUNTIME AGE (NAMESPACE first with -A)."""
+    from datetime import datetime
+
+    from trainop.cli.format import format_age
+
+    columns = ["NAMESPACE"] * all_namespaces + ["NAME", "STATE", "RUNTIME", "AGE"]
+    rows = []
+    for o in objs:
+        meta = o.get("metadata") or {}
+        created = meta.get("creationTimestamp")
+        age = "?"
+        if isinstance(created, str):
+            age = format_age(now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp())
+        runtime = str(((o.get("spec") or {}).get("runtimeRef") or {}).get("name", ""))
+        ns = [str(meta.get("namespace") or "default")] * all_namespaces
+        rows.append([*ns, str(meta.get("name")), trainjob_state(o), runtime, age])
+    return columns, rows
+
+
+def describe_trainjob(obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``describe``'s lines for a TrainJob: what it runs on, its conditions, steps and pods."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    ref = spec.get("runtimeRef") or {}
+    lines = [
+        f"Name:         {meta.get('name')}",
+        f"Namespace:    {meta.get('namespace') or 'default'}",
+        f"Kind:         TrainJob ({obj.get('apiVersion')})",
+        f"Runtime:      {ref.get('kind', 'ClusterTrainingRuntime')}/{ref.get('name')}",
+        f"Created:      {meta.get('creationTimestamp')}",
+        f"State:        {trainjob_state(obj)}",
+        "Conditions:",
+    ]
+    conds = status.get("conditions") or []
+    lines += [
+        f"  {c.get('type')}={c.get('status')} {c.get('reason', '')}: {c.get('message', '')}" for c in conds
+    ] or ["  <none>"]
+    lines.append("Steps (jobsStatus):")
+    for js in status.get("jobsStatus") or []:
+        counts = ", ".join(f"{k} {js.get(k, 0)}" for k in ("active", "ready", "succeeded", "failed"))
+        lines.append(f"  {js.get('name')}: {counts}")
+    lines.append("Pods:")
+    for p in pods:
+        st = p.get("status") or {}
+        code = f" (exit code {st['exitCode']})" if st.get("exitCode") not in (None, 0) else ""
+        lines.append(f"  {p['metadata']['name']}: {st.get('phase', 'Pending')}{code}")
+    return lines

@@ -119,14 +119,14 @@ def reconcile_trainjob(
 
     if is_finished(status):
         plan.delete_pods = live
-        plan.status["jobsStatus"] = _jobs_status(resolved, by_name, suspended=False)
+        plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
         return plan
 
     suspended = _condition(status, COND_SUSPENDED)
     if job.spec.suspend:
         set_condition(plan.status, COND_SUSPENDED, "True", REASON_SUSPENDED, MESSAGE_SUSPENDED, now)
         plan.delete_pods = sorted(by_name)
-        plan.status["jobsStatus"] = _jobs_status(resolved, {}, suspended=True)
+        plan.status["jobsStatus"] = count_jobs_status(resolved, {}, suspended=True)
         return plan
     if suspended is not None and suspended.get("status") == "True":
         set_condition(plan.status, COND_SUSPENDED, "False", REASON_RESUMED, MESSAGE_RESUMED, now)
@@ -143,14 +143,14 @@ def reconcile_trainjob(
                     plan.status, COND_FAILED, "True", REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE, now
                 )
                 plan.delete_pods = live
-                plan.status["jobsStatus"] = _jobs_status(resolved, by_name, suspended=False)
+                plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
                 return plan
             plan.requeue_after = deadline - elapsed
 
     if any(_phase(p) == "Failed" for p in by_name.values()):
         set_condition(plan.status, COND_FAILED, "True", REASON_FAILED_JOBS, MESSAGE_FAILED_JOBS, now)
         plan.delete_pods = live
-        plan.status["jobsStatus"] = _jobs_status(resolved, by_name, suspended=False)
+        plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
         return plan
 
     targets = resolved.success_targets or tuple(s.name for s in resolved.steps)
@@ -160,7 +160,7 @@ def reconcile_trainjob(
             plan.status, COND_TRAINJOB_COMPLETE, "True", REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED, now
         )
         plan.delete_pods = live
-        plan.status["jobsStatus"] = _jobs_status(resolved, by_name, suspended=False)
+        plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
         return plan
 
     plan.create_objects = [*resolved.objects, resolved.build_service()]
@@ -170,7 +170,7 @@ def reconcile_trainjob(
         for pod in resolved.pods(step.name):
             if pod.name not in by_name:
                 plan.create_pods.append(pod.pod)
-    plan.status["jobsStatus"] = _jobs_status(resolved, by_name, suspended=False)
+    plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
     return plan
 
 
@@ -192,7 +192,7 @@ def _dep_met(
     return all(p is not None and (_phase(p) == "Succeeded" or _ready(p)) for p in pods)
 
 
-def _jobs_status(
+def count_jobs_status(
     resolved: ResolvedTrainJob, by_name: Mapping[str, Mapping[str, Any]], *, suspended: bool
 ) -> list[dict[str, Any]]:
     """Per step, its child Jobs (one per job index) counted as JobSet does: ready (every pod ready or

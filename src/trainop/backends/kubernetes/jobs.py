@@ -719,6 +719,30 @@ class KubernetesBackend:
     def feed(self, job: TrainingJob) -> JobFeed:
         return ClusterFeed(self, job)
 
+    # TrainJobs on a cluster are the operator's (operator/trainjobs.py); kubectl reads them for now.
+    def _trainjobs_elsewhere(self, verb: str) -> NotSupportedError:
+        return NotSupportedError(
+            f"trainop {verb} of TrainJobs is not available with --backend kubernetes yet; on a cluster use "
+            f"kubectl {verb} trainjobs.trainer.kubeflow.org"
+        )
+
+    def list_trainjobs(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        raise self._trainjobs_elsewhere("get")
+
+    def get_trainjob(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        raise self._trainjobs_elsewhere("get")
+
+    def trainjob_pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        raise self._trainjobs_elsewhere("describe")
+
+    def trainjob_logs(
+        self, name: str, namespace: str = "default", *, replica: str | None = None, follow: bool = False
+    ) -> Iterator[LogLine]:
+        raise self._trainjobs_elsewhere("logs")
+
+    def delete_trainjob(self, name: str, namespace: str = "default", *, grace: float | None = None) -> None:
+        raise self._trainjobs_elsewhere("delete")
+
 
 class ClusterFeed:
     """``trainop run``'s view of a cluster job (a ``JobFeed``): its pods on each poll, and its output

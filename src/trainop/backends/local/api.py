@@ -760,6 +760,42 @@ class LocalBackend:
         follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
         return follower.follow(stop, partials) if follow else follower.read_all()
 
+    # --- TrainJobs: what trainop run FILE records (backends/local/trainjob_state.py) ---------------
+
+    def list_trainjobs(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        from trainop.backends.local import trainjob_state
+
+        return trainjob_state.list_trainjobs(self.paths, namespace)
+
+    def get_trainjob(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        from trainop.backends.local import trainjob_state
+
+        return trainjob_state.read_trainjob(self.paths, namespace, name)
+
+    def trainjob_pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        from trainop.backends.local import trainjob_state
+
+        pods: list[dict[str, Any]] = trainjob_state.read_record(self.paths, namespace, name)["pods"]
+        return pods
+
+    def trainjob_logs(
+        self, name: str, namespace: str = "default", *, replica: str | None = None, follow: bool = False
+    ) -> Iterator[LogLine]:
+        from trainop.backends.local import trainjob_state
+
+        pods = [p["metadata"]["name"] for p in self.trainjob_pods(name, namespace)]  # NotFoundError now
+        if replica is not None and replica not in pods and f"{name}-{replica}" not in pods:
+            short = [p.removeprefix(f"{name}-") for p in pods]
+            raise ReplicaNotFoundError("replica", replica, name, short)
+        return trainjob_state.read_logs(self.paths, namespace, name, pod=replica, follow=follow)
+
+    def delete_trainjob(self, name: str, namespace: str = "default", *, grace: float | None = None) -> None:
+        from trainop.backends.local import trainjob_state
+
+        trainjob_state.delete_trainjob(
+            self.paths, namespace, name, grace=trainjob_state.STOP_GRACE if grace is None else grace
+        )
+
     def _check_log_selection(self, row: JobRow, replica: str | None, container: str | None) -> None:
         """A replica or container the job has never had is an error that lists the ones it has (rather
         than no output). Known: its pods, and the processes of pods since deleted (their logs stay).

@@ -24,18 +24,28 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
 
-from trainop.api.constants import NODE
+from trainop.api.constants import (
+    COND_FAILED,
+    COND_TRAINJOB_COMPLETE,
+    NODE,
+    REASON_ALL_JOBS_COMPLETED,
+    REASON_FAILED_JOBS,
+)
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.trainer import TrainingRuntime, TrainJob
 from trainop.api.trainer_rules import load_trainer_object
 from trainop.backends.local.api import build_host_env
+from trainop.backends.local.paths import ensure_home
 from trainop.backends.local.ports import probe_free_port
+from trainop.backends.local.procs import start_ticks
 from trainop.backends.local.render import LocalContext, ProcessSpec, build_pod_processes
+from trainop.backends.local.trainjob_state import TrainJobRecord, build_identity
 from trainop.core.trainjob import (
     LoopbackTrainJobTopology,
     PodPlan,
@@ -43,6 +53,12 @@ from trainop.core.trainjob import (
     RuntimeResolutionError,
     find_runtime,
     resolve_trainjob,
+)
+from trainop.core.trainjob_status import (
+    MESSAGE_COMPLETED,
+    MESSAGE_FAILED_JOBS,
+    count_jobs_status,
+    set_condition,
 )
 from trainop.frameworks.registry import REGISTRY
 
@@ -129,6 +145,7 @@ class _Proc:
     spec: ProcessSpec
     popen: subprocess.Popen[bytes]
     reader: threading.Thread
+    ticks: int | None = None  # its start time (procs.start_ticks): with the pid, its identity
 
 
 @dataclass
@@ -154,6 +171,7 @@ class LocalTrainJobRun:
         *,
         host_env: Mapping[str, str] | None = None,
         workdir: Path | None = None,
+        record: TrainJobRecord | None = None,
     ) -> None:
         self.resolved = resolved
         self.base_dir = base_dir
@@ -166,6 +184,10 @@ class LocalTrainJobRun:
         self.lock = threading.Lock()
         self.stopping = False
         self.reason = ""
+        self.record = record
+        self.created = datetime.now(UTC)
+        self._written: dict[str, Any] | None = None
+        self._runner = build_identity(os.getpid())
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -214,6 +236,8 @@ class LocalTrainJobRun:
         try:
             for plan in self.resolved.pods():
                 self.pods[plan.name] = self._prepare(plan)
+            if self.record is not None:
+                self.record.create(self._snapshot(None))
             self._say(
                 f"trainjob.trainer.kubeflow.org/{job.name} created (runtime {self.resolved.runtime.name})"
             )
@@ -223,6 +247,7 @@ class LocalTrainJobRun:
                 verdict = self._verdict()
                 if verdict is not None:
                     break
+                self._save(None)
                 time.sleep(POLL)
         except KeyboardInterrupt:
             verdict = "Failed"
@@ -231,8 +256,57 @@ class LocalTrainJobRun:
             self._stop_all()
             if self._own_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
+        self._save(verdict)
         self._say(f"TrainJob {job.name} {verdict}" + (f": {self.reason}" if self.reason else ""))
         return 0 if verdict == "Complete" else 1
+
+    # -- the record (trainop get/describe/logs/delete: backends/local/trainjob_state.py) ----------------
+
+    def _snapshot(self, verdict: str | None) -> dict[str, Any]:
+        job = self.resolved.job.model_copy(deep=True)
+        job.metadata.creation_timestamp = job.metadata.creation_timestamp or self.created
+        obj = job.to_dict()
+        pods = []
+        for state in self.pods.values():
+            pod = {**state.plan.pod, "status": {"phase": state.phase}}
+            if state.exit_code is not None:
+                pod["status"]["exitCode"] = state.exit_code
+                pod["status"]["failedContainer"] = state.failed_container or None
+            pods.append(pod)
+        status: dict[str, Any] = {
+            "conditions": [],
+            "jobsStatus": count_jobs_status(
+                self.resolved, {p["metadata"]["name"]: p for p in pods}, suspended=False
+            ),
+        }
+        if verdict == "Complete":
+            set_condition(
+                status, COND_TRAINJOB_COMPLETE, "True", REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED, _now()
+            )
+        elif verdict == "Failed":
+            reason = REASON_FAILED_JOBS if self.reason != "interrupted" else "Interrupted"
+            set_condition(status, COND_FAILED, "True", reason, self.reason or MESSAGE_FAILED_JOBS, _now())
+        obj["status"] = status
+        live = [p for s in self.pods.values() for p in s.running if p.popen.poll() is None]
+        return {
+            "object": obj,
+            "runtime": self.resolved.runtime.name,
+            "runner": self._runner,
+            "sessions": [[p.popen.pid, p.ticks] for p in live] if verdict is None else [],
+            "pods": pods,
+        }
+
+    def _save(self, verdict: str | None) -> None:
+        """Rewrite the record when what it says changed (once per change, not once per poll)."""
+        if self.record is None:
+            return
+        snap = self._snapshot(verdict)
+        key = {k: v for k, v in snap.items() if k != "object"} | {"status": snap["object"]["status"]}
+        for cond in key["status"]["conditions"]:
+            cond.pop("lastTransitionTime", None)
+        if key != self._written:
+            self.record.write(snap)
+            self._written = key
 
     def _say(self, text: str) -> None:
         with self.lock:
@@ -278,14 +352,21 @@ class LocalTrainJobRun:
             start_new_session=True,
         )
         prefix = f"[{pod}]" if spec.container in (NODE, "") else f"[{pod}/{spec.container}]"
-        reader = threading.Thread(target=self._pump, args=(popen, prefix), daemon=True)
+        log = self.record.log_path(pod, spec.container or NODE) if self.record is not None else None
+        reader = threading.Thread(target=self._pump, args=(popen, prefix, log), daemon=True)
         reader.start()
-        return _Proc(pod, spec, popen, reader)
+        return _Proc(pod, spec, popen, reader, start_ticks(popen.pid))
 
-    def _pump(self, popen: subprocess.Popen[bytes], prefix: str) -> None:
+    def _pump(self, popen: subprocess.Popen[bytes], prefix: str, log: Path | None) -> None:
         assert popen.stdout is not None
-        for raw in iter(popen.stdout.readline, b""):
-            self._say(f"{prefix} {raw.decode(errors='replace').rstrip()}")
+        with contextlib.ExitStack() as stack:
+            sink = stack.enter_context(open(log, "ab")) if log is not None else None
+            for raw in iter(popen.stdout.readline, b""):
+                if sink is not None:
+                    with contextlib.suppress(OSError):  # deleted under us: the terminal still gets it
+                        sink.write(raw if raw.endswith(b"\n") else raw + b"\n")
+                        sink.flush()
+                self._say(f"{prefix} {raw.decode(errors='replace').rstrip()}")
 
     def _advance(self) -> None:
         for pod in self.pods.values():
@@ -334,6 +415,10 @@ class LocalTrainJobRun:
             proc.reader.join(timeout=1)
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(popen.pid, sig)
@@ -347,7 +432,17 @@ def run_trainjob_file(
     if namespace is not None:
         job.metadata.namespace = namespace
     resolved = resolve_locally(job, [*runtimes, *load_runtimes(shipped_runtime_dirs())])
-    return LocalTrainJobRun(resolved, base_dir, out).run()
+    record = TrainJobRecord(ensure_home(), job.namespace, job.name)
+    # trainop delete stops a running TrainJob with SIGTERM to this process: stop the pods as Ctrl-C does
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return LocalTrainJobRun(resolved, base_dir, out, record=record).run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def render_trainjob(docs: Sequence[Any]) -> list[dict[str, Any]]:
