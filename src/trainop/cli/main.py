@@ -192,6 +192,19 @@ def _invalid(exc: Exception) -> NoReturn:
     raise typer.Exit(EXIT_INVALID)
 
 
+_stdin_read: tuple[Any, bytes] | None = None
+
+
+def _read_stdin(limit: int) -> bytes:
+    """Standard input, read once per stream: `run -` looks at the manifest twice (is it a TrainJob?
+    then the v1 path), and a second read of a consumed pipe would find nothing."""
+    global _stdin_read
+    stream = sys.stdin.buffer
+    if _stdin_read is None or _stdin_read[0] is not stream:
+        _stdin_read = (stream, stream.read(limit))
+    return _stdin_read[1]
+
+
 def _read_manifests(file: Path) -> list[dict[str, Any]]:
     from trainop.api.errors import InvalidJobError
     from trainop.api.load import MAX_MANIFEST_BYTES, load_documents, read_manifest
@@ -200,7 +213,7 @@ def _read_manifests(file: Path) -> list[dict[str, Any]]:
     # mark) and refuses a file over the API server's limit before reading all of it.
     try:
         try:
-            data = sys.stdin.buffer.read(MAX_MANIFEST_BYTES + 1) if str(file) == "-" else read_manifest(file)
+            data = _read_stdin(MAX_MANIFEST_BYTES + 1) if str(file) == "-" else read_manifest(file)
         except OSError as exc:
             _fail(f"cannot read {file}: {exc.strerror or exc}", EXIT_INVALID)
         docs = load_documents(data, source=str(file))

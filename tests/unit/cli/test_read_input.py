@@ -52,3 +52,15 @@ def test_render_for_a_cluster_refuses_a_replica_count_it_cannot_print(tmp_path: 
     assert huge != DEMO
     code, out = render(tmp_path, huge.encode(), "-b", "kubernetes")
     assert code == 2 and "spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: 2147483647" in out, out
+
+
+def test_a_job_on_standard_input_is_read_once_for_every_look(tmp_path: Path) -> None:
+    # `run -` asks "is it a TrainJob?" before the v1 path reads the manifest: a second read of the
+    # consumed pipe found nothing ("- holds no job", exit 2).
+    result = CliRunner().invoke(
+        app,
+        ["run", "--dry-run", "-"],
+        input=DEMO,
+        env={"TRAINOP_HOME": str(tmp_path / "home"), "COLUMNS": "300"},
+    )
+    assert result.exit_code == 0 and "holds no job" not in result.output, result.output
