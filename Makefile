@@ -49,9 +49,7 @@ crds: $(STAMP)-dev
 unit: $(STAMP)-dev
 	$(BIN)/pytest -q -m "not fuzz" tests/unit
 
-# the manifest fuzzer at 10,000 inputs, printing its counts (tests/unit/api/test_fuzz.py)
-fuzz: $(STAMP)-dev
-	$(BIN)/python tests/unit/api/test_fuzz.py --inputs 10000
+# make fuzz: the manifest fuzzer at 10,000 inputs (mk/fuzz.mk)
 
 demo: $(STAMP)-extra-torch
 	$(BIN)/trainop run examples/pytorch/ddp-digits/pytorchjob.yaml
