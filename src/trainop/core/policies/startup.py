@@ -90,28 +90,53 @@ def detect_started(pod: dict[str, Any]) -> bool:
     return False
 
 
+def _container_start_error(
+    cs: dict[str, Any], failed: bool, created: datetime | None
+) -> tuple[str, str, datetime | None] | None:
+    """(reason, message, since when) of one container stuck in a start error, else None."""
+    state = cs.get("state") or _EMPTY
+    waiting = state.get("waiting") or _EMPTY
+    last = (cs.get("lastState") or _EMPTY).get("terminated") or _EMPTY
+    reason = str(waiting.get("reason") or "")
+    if reason not in START_ERROR_REASONS:
+        term = state.get("terminated") or last
+        if not term or term.get("reason") not in NEVER_RAN_REASONS or failed:
+            return None
+        return str(term.get("reason")), str(term.get("message") or ""), created
+    since = created
+    if last and last.get("reason") not in NEVER_RAN_REASONS:
+        ended = _parse_time(last.get("finishedAt"))
+        if ended is not None and (since is None or ended > since):
+            since = ended
+    return reason, str(waiting.get("message") or ""), since
+
+
 def detect_start_error(pod: dict[str, Any]) -> tuple[str, str, str, datetime | None] | None:
     """The first container stuck in a start error: (container, reason, message, since when)."""
     created = _parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
+    failed = detect_phase(pod) == PHASE_FAILED
     for cs in _statuses(pod):
-        state = cs.get("state") or _EMPTY
-        waiting = state.get("waiting") or _EMPTY
-        last = (cs.get("lastState") or _EMPTY).get("terminated") or _EMPTY
-        reason = str(waiting.get("reason") or "")
-        message = str(waiting.get("message") or "")
-        if reason not in START_ERROR_REASONS:
-            term = state.get("terminated") or last
-            if not term or term.get("reason") not in NEVER_RAN_REASONS or detect_phase(pod) == PHASE_FAILED:
-                continue
-            reason, message = str(term.get("reason")), str(term.get("message") or "")
-            since = created
-        else:
-            since = created
-            if last and last.get("reason") not in NEVER_RAN_REASONS:
-                ended = _parse_time(last.get("finishedAt"))
-                if ended is not None and (since is None or ended > since):
-                    since = ended
-        return str(cs.get("name") or ""), reason, message, since
+        found = _container_start_error(cs, failed, created)
+        if found is not None:
+            return str(cs.get("name") or ""), *found
+    return None
+
+
+def _said(head: str, msg: Any) -> str:
+    return head + (f": {msg}" if msg else "")
+
+
+def _container_pending_detail(cs: dict[str, Any]) -> str | None:
+    """Why one container has not started (waiting with a reason, or a run that never ran), if it says."""
+    state = cs.get("state") or _EMPTY
+    waiting = state.get("waiting")
+    if waiting and waiting.get("reason") not in (None, "", "ContainerCreating", "PodInitializing"):
+        return _said(
+            f"container {cs.get('name')} is waiting: {waiting.get('reason')}", waiting.get("message")
+        )
+    last = (cs.get("lastState") or _EMPTY).get("terminated") or state.get("terminated")
+    if last and last.get("reason") in NEVER_RAN_REASONS:
+        return _said(f"container {cs.get('name')} cannot start: {last.get('reason')}", last.get("message"))
     return None
 
 
@@ -121,25 +146,13 @@ def build_pending_detail(pod: dict[str, Any] | None) -> str:
     if pod is None:
         return "no pod was created"
     for cs in _statuses(pod):
-        waiting = (cs.get("state") or _EMPTY).get("waiting")
-        if waiting and waiting.get("reason") not in (None, "", "ContainerCreating", "PodInitializing"):
-            msg = waiting.get("message")
-            return f"container {cs.get('name')} is waiting: {waiting.get('reason')}" + (
-                f": {msg}" if msg else ""
-            )
-        last = (cs.get("lastState") or _EMPTY).get("terminated") or (cs.get("state") or _EMPTY).get(
-            "terminated"
-        )
-        if last and last.get("reason") in NEVER_RAN_REASONS:
-            msg = last.get("message")
-            return f"container {cs.get('name')} cannot start: {last.get('reason')}" + (
-                f": {msg}" if msg else ""
-            )
+        detail = _container_pending_detail(cs)
+        if detail is not None:
+            return detail
     status = pod.get("status") or _EMPTY
     for cond in status.get("conditions") or ():
         if cond.get("type") == "PodScheduled" and cond.get("status") == FALSE:
-            msg = cond.get("message")
-            return f"PodScheduled is False: {cond.get('reason') or 'Unknown'}" + (f": {msg}" if msg else "")
+            return _said(f"PodScheduled is False: {cond.get('reason') or 'Unknown'}", cond.get("message"))
     return f"phase {detect_phase(pod) or 'Pending'}"
 
 
