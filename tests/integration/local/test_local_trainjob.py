@@ -340,18 +340,38 @@ def test_a_trainjob_for_the_kubernetes_backend_is_refused_not_run_here(
     assert dry.returncode == 0 and "elsewhere-node-0-0" in dry.stdout, dry.stderr
 
 
-def test_max_restarts_restarts_nothing_locally(home: Path, tmp_path: Path) -> None:
-    """JobSet's failurePolicy.maxRestarts is not applied (docs/compatibility.md): the failing node
-    runs once, and its failure fails the TrainJob."""
+@pytest.mark.parametrize(
+    ("fail_runs", "code", "ending"),
+    [
+        pytest.param(1, 0, "TrainJob retried Complete", id="the second attempt succeeds"),
+        pytest.param(9, 1, "TrainJob retried Failed: pod retried-node-0-0 failed: container node exited "
+                     "with code 4", id="every attempt fails"),
+    ],
+)  # fmt: skip
+def test_max_restarts_restarts_every_pod(
+    home: Path, tmp_path: Path, fail_runs: int, code: int, ending: str
+) -> None:
+    """JobSet's failurePolicy.maxRestarts: a failed pod restarts the whole TrainJob (the initializer
+    step too), at most that many times; then it fails as without a policy."""
     py = sys.executable
-    runs = tmp_path / "runs"
-    script = f"open({str(runs)!r}, 'a').write('run\\n'); raise SystemExit(4)"
-    runtime = _runtime("retrying", [_step("node", "trainer", "node", [py, "-c", script])])
-    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 3}
-    path = _write(tmp_path / "job.yaml", runtime, _trainjob("once", "retrying"))
-    result = run_cli("run", str(path), cwd=tmp_path, timeout=60)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert result.stdout.rstrip().endswith(
-        "TrainJob once Failed: pod once-node-0-0 failed: container node exited with code 4"
+    runs, inits = tmp_path / "runs", tmp_path / "inits"
+    script = (
+        f"f = open({str(runs)!r}, 'a'); f.write('run\\n'); f.close()\n"
+        f"count = len(open({str(runs)!r}).read().splitlines())\n"
+        f"raise SystemExit(4 if count <= {fail_runs} else 0)"
     )
-    assert runs.read_text() == "run\n"
+    init = [py, "-c", f"open({str(inits)!r}, 'a').write('init\\n')"]
+    steps = [
+        _step("dataset-initializer", "dataset-initializer", "dataset-initializer", init),
+        _step("node", "trainer", "node", [py, "-c", script], depends=["dataset-initializer"]),
+    ]
+    runtime = _runtime("retrying", steps)
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 2}
+    path = _write(tmp_path / "job.yaml", runtime, _trainjob("retried", "retrying"))
+    result = run_cli("run", str(path), cwd=tmp_path, timeout=60)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith(ending)
+    attempts = 2 if fail_runs == 1 else 3
+    assert runs.read_text() == "run\n" * attempts
+    assert inits.read_text() == "init\n" * attempts
+    assert "restarting every pod (1/2, the runtime's failurePolicy.maxRestarts)" in result.stdout

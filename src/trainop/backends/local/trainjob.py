@@ -4,10 +4,12 @@ their ``dependsOn`` order (initializers before the trainer), addresses on the lo
 The runtime resolver (``trainop.core.trainjob``) decides the steps, pods and env, with a loopback
 topology (node 0 at 127.0.0.1 on a free port); ``render.build_pod_processes`` turns each pod into
 processes exactly as the local backend does for kubeflow.org/v1 jobs. This runner only starts, waits,
-streams and stops: a pod whose container exits non-zero fails the TrainJob (JobSet's default
-failure policy; a Job's own pod retries are not made here), and the TrainJob is Complete when every
-pod of the success policy's target steps succeeded. It runs in the foreground of ``trainop run``
-and keeps no state: ``get``/``describe``/``logs`` of TrainJobs are not served by the store yet.
+streams and stops: a pod whose container exits non-zero restarts every pod while the runtime's
+JobSet ``failurePolicy.maxRestarts`` allows, then fails the TrainJob (JobSet's default failure
+policy; its ``rules`` and a Job's own pod retries are not applied here), and the TrainJob is
+Complete when every pod of the success policy's target steps succeeded. It runs in the foreground
+of ``trainop run`` and records the TrainJob under the home for ``get``/``describe``/``logs``/
+``delete`` (``trainjob_state.py``).
 """
 
 from __future__ import annotations
@@ -188,6 +190,8 @@ class LocalTrainJobRun:
         self.created = datetime.now(UTC)
         self._written: dict[str, Any] | None = None
         self._runner = build_identity(os.getpid())
+        self.restarts = 0
+        self.max_restarts = _max_restarts(resolved)
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -245,6 +249,9 @@ class LocalTrainJobRun:
                 self._start_ready_steps()
                 self._advance()
                 verdict = self._verdict()
+                if verdict == "Failed" and self.restarts < self.max_restarts:
+                    self._restart_all()
+                    continue
                 if verdict is not None:
                     break
                 self._save(None)
@@ -259,6 +266,18 @@ class LocalTrainJobRun:
         self._save(verdict)
         self._say(f"TrainJob {job.name} {verdict}" + (f": {self.reason}" if self.reason else ""))
         return 0 if verdict == "Complete" else 1
+
+    def _restart_all(self) -> None:
+        """JobSet's failure policy without rules: a failed pod restarts every step's pods, at most
+        ``maxRestarts`` times (the claim directories are kept, as the JobSet's PVCs are)."""
+        self.restarts += 1
+        self._say(
+            f"TrainJob {self.resolved.job.name}: {self.reason}; restarting every pod "
+            f"({self.restarts}/{self.max_restarts}, the runtime's failurePolicy.maxRestarts)"
+        )
+        self._stop_all()
+        self.reason = ""
+        self.pods = {plan.name: self._prepare(plan) for plan in self.resolved.pods()}
 
     # -- the record (trainop get/describe/logs/delete: backends/local/trainjob_state.py) ----------------
 
@@ -292,6 +311,7 @@ class LocalTrainJobRun:
             "object": obj,
             "runtime": self.resolved.runtime.name,
             "runner": self._runner,
+            "restarts": self.restarts,
             "sessions": [[p.popen.pid, p.ticks] for p in live] if verdict is None else [],
             "pods": pods,
         }
@@ -413,6 +433,14 @@ class LocalTrainJobRun:
                 _signal_group(proc.popen, signal.SIGKILL)
                 proc.popen.wait()
             proc.reader.join(timeout=1)
+
+
+def _max_restarts(resolved: ResolvedTrainJob) -> int:
+    """The runtime's JobSet ``failurePolicy.maxRestarts`` (0: a failed pod fails the TrainJob)."""
+    template = resolved.runtime.spec.template
+    policy = (template.spec.failure_policy if template is not None and template.spec else None) or {}
+    value = policy.get("maxRestarts")
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _now() -> datetime:
