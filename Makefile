@@ -64,15 +64,18 @@ bench: bench-core bench-local bench-k8s
 integration: testenv $(STAMP)-dev
 	$(BIN)/pytest -q tests/integration
 
-# The control plane's binaries build in the background (first prerequisite) while lint, typecheck and
-# the tests that do not need them run (every test using the k8s_env fixture is marked k8s); then
-# `build.sh --wait` waits for the build, prints each binary's build time, and the k8s tests run.
+# The binaries build in the background (first prerequisite) while lint, typecheck and the tests that
+# need none of them run (tests/conftest.py marks the others k8s); the k8s tests that need only the
+# control plane run once it is built, while Kueue and Helm still build (those tests are mostly
+# waiting); `build.sh --wait` then prints each binary's build time and the Kueue and Helm tests run.
 -include mk/*.mk
 
 test: testenv-background lint typecheck
 	$(BIN)/pytest -q -m "not k8s" tests
+	@hack/testenv/build.sh --wait-control-plane
+	$(BIN)/pytest -q -m "k8s and not testenv_addons" tests
 	@hack/testenv/build.sh --wait
-	$(BIN)/pytest -q -m k8s tests
+	$(BIN)/pytest -q -m testenv_addons tests
 	$(MAKE) k8s-lightkube
 
 # The Kubernetes tier's core once more through lightkube's HTTP stack (TRAINOP_KUBE_DIRECT=0), the

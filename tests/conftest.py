@@ -25,8 +25,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # What a test module imports to reach a binary of hack/testenv/build.sh without the k8s_env fixture
-# (kubectl, Helm, Kueue, scheduler-plugins).
-TESTENV_FINDERS = ("find_bin_dir", "find_helm", "find_kueue_dir", "find_scheduler_plugins_dir")
+# (kubectl, Helm, Kueue, scheduler-plugins), and those of the binaries build.sh makes last.
+TESTENV_FINDERS = ("find_bin_dir", "find_helm", "find_kueue_dir", "find_scheduler_plugins_dir", "start_kueue")
+TESTENV_ADDONS = ("find_helm", "find_kueue_dir", "start_kueue")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -38,6 +39,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         module = getattr(item, "module", None)
         if "k8s_env" in getattr(item, "fixturenames", ()) or any(hasattr(module, f) for f in TESTENV_FINDERS):
             item.add_marker(pytest.mark.k8s)
+        if any(hasattr(module, f) for f in TESTENV_ADDONS):
+            item.add_marker(pytest.mark.testenv_addons)  # Kueue, Helm: run after build.sh --wait
 
 
 @pytest.hookimpl(tryfirst=True)

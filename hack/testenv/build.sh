@@ -8,6 +8,8 @@
 #   hack/testenv/build.sh --background    same, detached; prints the log path and returns
 #   hack/testenv/build.sh --wait          wait for a background build, then print its table (exit 1
 #                                         with the log's tail if it failed or anything is missing)
+#   hack/testenv/build.sh --wait-control-plane  wait until the control plane's binaries are built (not
+#                                         Kueue and Helm, which the build makes last)
 #   hack/testenv/build.sh --check         exit 0 if every binary is there, 1 otherwise
 #   hack/testenv/build.sh --print-bin-dir print the bin directory (whether or not it is built)
 #   hack/testenv/build.sh --print-sp-bin-dir  the same for scheduler-plugins (gang-scheduling tests)
@@ -108,6 +110,22 @@ main() {
       TRAINOP_TESTENV_BACKGROUND=1 nohup "$SELF" >"$LOG" 2>&1 </dev/null &
       say "building in the background (pid $!); follow with: tail -f $LOG"
       exit 0 ;;
+    --wait-control-plane)
+      # Until the control plane's binaries are there (the build goes on with Kueue and Helm): make
+      # test runs the k8s tests that need only these meanwhile. Fails if no build is running and one
+      # is still missing.
+      mkdir -p "$KEY_DIR"
+      CP_BINS=("${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds)
+      while [[ -n "$(missing "${CP_BINS[@]}")" ]]; do
+        if flock -n "$KEY_DIR/.lock" true && [[ -n "$(missing "${CP_BINS[@]}")" ]]; then
+          say "no build is running and the control plane lacks: $(missing "${CP_BINS[@]}" | tr '\n' ' ')"
+          [[ -f "$LOG" ]] && { echo "--- last lines of $LOG:"; tail -n 30 "$LOG"; }
+          exit 1
+        fi
+        sleep 5
+      done
+      say "control plane binaries present"
+      exit 0 ;;
     --wait)
       mkdir -p "$KEY_DIR"
       exec 9>"$KEY_DIR/.lock"
@@ -124,7 +142,7 @@ main() {
       table "$(cat "$RUN_START_FILE" 2>/dev/null || echo 0)"
       exit 0 ;;
     "") ;;
-    *) echo "usage: $0 [--background|--wait|--check|--print-bin-dir|--print-sp-bin-dir|--print-kueue-dir|--print-helm]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--background|--wait|--wait-control-plane|--check|--print-bin-dir|--print-sp-bin-dir|--print-kueue-dir|--print-helm]" >&2; exit 2 ;;
   esac
 
   command -v go >/dev/null || { echo "testenv: Go (>= 1.24) is needed to build the test control plane" >&2; exit 1; }

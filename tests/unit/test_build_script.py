@@ -91,3 +91,14 @@ def test_table_reports_this_runs_seconds_or_cached(tmp_path: Path, mode: str) ->
     else:  # a foreground run that built nothing: its own start is now, so everything is cached
         assert "all binaries present" in res.stdout
         assert rows["kueue"] == "cached" and rows["total"] == "0"
+
+
+def test_wait_control_plane_returns_once_it_is_built_and_fails_without_a_build(tmp_path: Path) -> None:
+    dirs = fill(tmp_path)
+    for addon in (dirs["kueue"] / "bin" / "kueue", dirs["helm"] / "bin" / "helm"):
+        addon.unlink()  # built last: the control plane's tests need not wait for them
+    assert run(tmp_path, "--wait-control-plane").returncode == 0
+    (dirs["key"] / "bin" / "kwok").unlink()
+    res = run(tmp_path, "--wait-control-plane")  # nothing holds the build lock: no build will bring it
+    assert res.returncode == 1
+    assert "no build is running and the control plane lacks: kwok" in res.stdout
