@@ -74,9 +74,9 @@ test: testenv-background lint typecheck
 	$(BIN)/pytest -q -m "not k8s" tests
 	@hack/testenv/build.sh --wait-control-plane
 	$(BIN)/pytest -q -m "k8s and not testenv_addons" tests
+	$(MAKE) k8s-lightkube
 	@hack/testenv/build.sh --wait
 	$(BIN)/pytest -q -m testenv_addons tests
-	$(MAKE) k8s-lightkube
 
 # The Kubernetes tier's core once more through lightkube's HTTP stack (TRAINOP_KUBE_DIRECT=0), the
 # path users whose kubeconfig runs an exec plugin get for every request: the operator's watches and
@@ -84,7 +84,7 @@ test: testenv-background lint typecheck
 K8S_LIGHTKUBE_TESTS := tests/integration/k8s/test_lifecycle.py tests/integration/k8s/test_informer.py \
 	tests/integration/k8s/test_webhook.py tests/integration/k8s/test_cli_backend.py
 k8s-lightkube: $(STAMP)-dev
-	@hack/testenv/build.sh --wait
+	@hack/testenv/build.sh --wait-control-plane
 	TRAINOP_KUBE_DIRECT=0 $(BIN)/pytest -q -m k8s $(K8S_LIGHTKUBE_TESTS)
 
 clean:
