@@ -88,10 +88,11 @@ class AlreadyExistsError(BackendError):
         )
 
 
-class InvalidJobError(BackendError, api_errors.InvalidJobError):
+class JobRejectedError(BackendError, api_errors.InvalidJobError):
     """The job was refused as invalid (the API server's schema, an admission webhook); ``errors``
     holds the ``FieldError(path, message)`` items. Also ``trainop.api``'s InvalidJobError (a
-    ValueError), as the same mistake found before any request is."""
+    ValueError), as the same mistake found before any request is; the SDK exports it by upstream's
+    name, ``InvalidJobError``."""
 
     code = 422
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from trainop.api.kinds import KIND_INFO
-from trainop.backends.kubernetes.backend import KubernetesJobBackend
+from trainop.backends.kubernetes.backend import KubernetesReconcileTarget
 from trainop.backends.kubernetes.cache import ClusterCache, JobKey
 from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
 from trainop.backends.kubernetes.events import EventRecorder
@@ -87,7 +87,7 @@ class Operator:
             client, cfg.kinds, namespace=cfg.namespace, pod_group=self.pod_group_resource, plugins=plugins
         )
         self.recorder = EventRecorder(client)
-        self.backend = KubernetesJobBackend(
+        self.backend = KubernetesReconcileTarget(
             client, self.cache, self.recorder, count_metric=self.metrics.count_job
         )
         self.queue: WorkQueue[JobKey] = WorkQueue(metrics=self.metrics)

@@ -18,8 +18,8 @@ from trainop.api.errors import FieldError
 from trainop.backends.base import (
     AlreadyExistsError,
     BackendError,
-    InvalidJobError,
     JobFailedError,
+    JobRejectedError,
     NotFoundError,
     WaitTimeoutError,
 )
@@ -125,6 +125,7 @@ def build_status_body(
 
 
 SDKError = BackendError  # trainop's name for the family's base in the SDK (a RuntimeError)
+InvalidJobError = JobRejectedError  # upstream's name for a job the API server refused
 
 
 def build_cause(err: BackendError) -> Exception:

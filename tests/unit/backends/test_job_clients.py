@@ -19,7 +19,7 @@ from trainop.backends.base import (
     AlreadyExistsError,
     BackendError,
     ClusterError,
-    InvalidJobError,
+    JobRejectedError,
     NotFoundError,
     WaitTimeoutError,
 )
@@ -182,12 +182,12 @@ def api_error(code: int, message: str, **details: Any) -> ApiError:
         ),
         pytest.param(
             api_error(422, "bad", name="a", causes=[{"field": "spec.x", "message": "must be set"}]),
-            (InvalidJobError, [FieldError("spec.x", "must be set")]),
+            (JobRejectedError, [FieldError("spec.x", "must be set")]),
             id="the schema's 422 keeps one error per field",
         ),
         pytest.param(
             api_error(403, 'admission webhook "v" denied the request: spec.y: bad'),
-            (InvalidJobError, [FieldError("", 'admission webhook "v" denied the request: spec.y: bad')]),
+            (JobRejectedError, [FieldError("", 'admission webhook "v" denied the request: spec.y: bad')]),
             id="a webhook's denial is an invalid job",
         ),
         pytest.param(

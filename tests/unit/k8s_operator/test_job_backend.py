@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainop.backends.kubernetes.backend import KubernetesJobBackend
+from trainop.backends.kubernetes.backend import KubernetesReconcileTarget
 from trainop.backends.kubernetes.cache import ClusterCache, JobKey
 from trainop.testing.builders import pod, pytorch_job
 
@@ -22,9 +22,9 @@ def job_dict(rv: str, *, uid: str = "a-uid", status: dict[str, Any] | None = Non
     return obj
 
 
-def world() -> tuple[ClusterCache, KubernetesJobBackend, list[JobKey]]:
+def world() -> tuple[ClusterCache, KubernetesReconcileTarget, list[JobKey]]:
     cache = ClusterCache(_NoServer(), ["PyTorchJob"])  # type: ignore[arg-type]
-    backend = KubernetesJobBackend(_NoServer(), cache, _NoServer())  # type: ignore[arg-type]
+    backend = KubernetesReconcileTarget(_NoServer(), cache, _NoServer())  # type: ignore[arg-type]
     queued: list[JobKey] = []
     cache.subscribe(queued.append, backend.on_owned_change)
     return cache, backend, queued

@@ -26,7 +26,7 @@ from trainop.core.plan import Event, Plan
 log = logging.getLogger(__name__)
 
 
-class KubernetesJobBackend:
+class KubernetesReconcileTarget:
     def __init__(
         self,
         client: KubeClient,

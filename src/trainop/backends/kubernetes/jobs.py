@@ -39,11 +39,11 @@ from trainop.backends.base import (
     BackendError,
     ClusterError,
     ContainerRun,
-    InvalidJobError,
     JobClient,
     JobDetails,
     JobEvent,
     JobFeed,
+    JobRejectedError,
     LogLine,
     LogsUnavailableError,
     NotFoundError,
@@ -371,7 +371,7 @@ class KubernetesBackend:
                 answer=answer,
             )
         if code in (400, 422) or _is_webhook_denial(exc):  # the CRD schema's (422), the webhook's (403, §2)
-            return InvalidJobError(
+            return JobRejectedError(
                 f"{self.where()} rejected {kind} {name}: {exc.status.message}",
                 errors=build_field_errors(exc),
                 kind=kind,
