@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -290,3 +293,31 @@ def test_active_deadline_seconds(trainjobs: Cluster) -> None:
     )
     cond = wait_condition(trainjobs, "late", "Failed", timeout=60)
     assert (cond["reason"], cond["message"]) == ("DeadlineExceeded", "TrainJob exceeded its active deadline")
+
+
+def test_the_cli_reads_and_deletes_trainjobs_on_the_cluster(trainjobs: Cluster, k8s_env: K8sEnv) -> None:
+    """get trainjobs / get NAME / describe / delete through the kubernetes backend's JobClient; logs
+    and run of a TrainJob say what to use instead, in one line."""
+    create(trainjobs, trainjob("cli", "torch-distributed", {"node": "succeed"}, trainer={"numNodes": 2}))
+    wait_condition(trainjobs, "cli", "Complete")
+    env = {**os.environ, "KUBECONFIG": str(k8s_env.kubeconfig), "TRAINOP_BACKEND": "kubernetes"}
+
+    def trainop(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "trainop.cli.main", *args, "-n", trainjobs.namespace],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+
+    listed = trainop("get", "trainjobs")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].split()[:3] == ["cli", "Complete", "torch-distributed"]
+    as_json = json.loads(trainop("get", "cli", "-o", "json").stdout)
+    assert as_json["status"]["jobsStatus"][0]["succeeded"] == 1
+    described = trainop("describe", "cli").stdout
+    assert "Complete=True AllJobsCompleted: jobset completed successfully" in described
+    assert "  cli-node-0-1: Succeeded" in described
+    logs = trainop("logs", "cli")
+    assert logs.returncode == 2 and "kubectl logs -l jobset.sigs.k8s.io/jobset-name=cli" in logs.stderr
+    deleted = trainop("delete", "cli")
+    assert (deleted.returncode, deleted.stdout) == (0, "trainjob.trainer.kubeflow.org/cli deleted\n")
+    wait_for(lambda: trainop("get", "trainjob", "cli").returncode == 3 or None, 60, "TrainJob cli gone")

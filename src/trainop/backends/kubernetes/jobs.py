@@ -719,29 +719,57 @@ class KubernetesBackend:
     def feed(self, job: TrainingJob) -> JobFeed:
         return ClusterFeed(self, job)
 
-    # TrainJobs on a cluster are the operator's (operator/trainjobs.py); kubectl reads them for now.
-    def _trainjobs_elsewhere(self, verb: str) -> NotSupportedError:
-        return NotSupportedError(
-            f"trainop {verb} of TrainJobs is not available with --backend kubernetes yet; on a cluster use "
-            f"kubectl {verb} trainjobs.trainer.kubeflow.org"
-        )
+    # TrainJobs on a cluster are the operator's (operator/trainjobs.py): read and deleted here as
+    # Kubernetes JSON; their pods carry JobSet's jobset-name label.
+    async def _trainjob_call(self, coro: Coroutine[Any, Any, Any], name: str, namespace: str) -> Any:
+        try:
+            return await coro
+        except ApiError as exc:
+            if _is_missing_type(exc):
+                raise ClusterError(
+                    f"{self.where()} has no TrainJob CRD (trainer.kubeflow.org): install upstream's CRDs "
+                    "or trainop's (manifests/crds)"
+                ) from None
+            if api_status_code(exc) == 404:
+                raise NotFoundError(kind="TrainJob", namespace=namespace, name=name) from None
+            raise
 
     def list_trainjobs(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        raise self._trainjobs_elsewhere("get")
+        objs = self._run(self._trainjob_call(self._list(r.TrainJob, namespace), "", namespace or ""))
+        return sorted(objs, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
 
     def get_trainjob(self, name: str, namespace: str = "default") -> dict[str, Any]:
-        raise self._trainjobs_elsewhere("get")
+        obj = self._run(
+            self._trainjob_call(self.client.api.get(r.TrainJob, name, namespace=namespace), name, namespace)
+        )
+        return dict(obj)
 
     def trainjob_pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
-        raise self._trainjobs_elsewhere("describe")
+        self.get_trainjob(name, namespace)  # NotFoundError first
+        pods = self._run(self._list(r.Pod, namespace, {"jobset.sigs.k8s.io/jobset-name": name}))
+        return sorted(pods, key=lambda p: p["metadata"]["name"])
 
     def trainjob_logs(
         self, name: str, namespace: str = "default", *, replica: str | None = None, follow: bool = False
     ) -> Iterator[LogLine]:
-        raise self._trainjobs_elsewhere("logs")
+        raise NotSupportedError(
+            "trainop logs of TrainJobs is not available with --backend kubernetes yet; kubectl logs -l "
+            f"jobset.sigs.k8s.io/jobset-name={name} --prefix shows them"
+        )
 
     def delete_trainjob(self, name: str, namespace: str = "default", *, grace: float | None = None) -> None:
-        raise self._trainjobs_elsewhere("delete")
+        """Foreground cascade: the TrainJob goes once its pods (it owns them) are gone."""
+
+        async def delete() -> None:
+            await self.client.api.delete(
+                r.TrainJob,
+                name,
+                namespace=namespace,
+                grace_period=None if grace is None else int(grace),
+                cascade=CASCADES["Foreground"],
+            )
+
+        self._run(self._trainjob_call(delete(), name, namespace))
 
 
 class ClusterFeed:

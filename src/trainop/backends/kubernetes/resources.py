@@ -54,6 +54,9 @@ RoleBinding: Any = _private(
 HorizontalPodAutoscaler: Any = _private(
     GenericNamespacedResource, "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"
 )
+TrainJob: Any = _private(  # Kubeflow Trainer v2's, read by the CLI (the operator has its own)
+    GenericNamespacedResource, "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"
+)
 Lease: Any = _private(GenericNamespacedResource, "coordination.k8s.io", "v1", "Lease", "leases")
 LocalQueue: Any = _private(
     GenericNamespacedResource, "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues"
