@@ -433,7 +433,8 @@ class TrainingClient:
         name: str,
         namespace: str | None = None,
         job_kind: str | None = None,
-        expected_conditions: set[str] | frozenset[str] = frozenset({constants.JOB_CONDITION_SUCCEEDED}),
+        # A set, as upstream's default (code may compare or print it); never changed here.
+        expected_conditions: set[str] | frozenset[str] = {constants.JOB_CONDITION_SUCCEEDED},  # noqa: B006
         wait_timeout: float = 600,
         polling_interval: float = 15,
         callback: Callable[[Any], Any] | None = None,

@@ -7,8 +7,10 @@ SDK and the operator cannot drift. Deliberate difference (§9.12): ``JAXJOB_REPL
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+import types
 from typing import Any, Final, Union
 
 from trainop.api import constants as _api
@@ -178,6 +180,18 @@ JOB_MODELS_TYPE = Union[  # noqa: UP007 (upstream's spelling: a typing.Union obj
 REPLICA_TYPES: Final = tuple(
     dict.fromkeys(rt.lower() for info in _KIND_INFO.values() for rt in info.replica_types)
 )
+
+
+# ``from trainop.sdk.constants import *`` brings what upstream's brings, STORAGE_INITIALIZER_VOLUME_MOUNT
+# included (a star import reads ``__all__`` through ``__getattr__``; without ``__all__`` it would skip
+# a name built on first use). That name needs the kubernetes client, as upstream's does.
+__all__ = [
+    name
+    for name, value in list(globals().items())
+    if not name.startswith("_") and name.isupper() and not isinstance(value, types.FunctionType)
+]
+if importlib.util.find_spec("kubernetes") is not None:
+    __all__.append("STORAGE_INITIALIZER_VOLUME_MOUNT")
 
 
 def __getattr__(name: str) -> Any:
