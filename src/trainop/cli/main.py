@@ -182,7 +182,15 @@ def _invalid(exc: Exception) -> NoReturn:
     from trainop.api.errors import InvalidJobError
 
     err = _console(stderr=True)
-    if isinstance(exc, InvalidJobError):
+    if (
+        isinstance(exc, InvalidJobError)
+        and not exc.kind
+        and {e.path for e in exc.errors} == {"metadata.namespace"}
+    ):
+        # A namespace refused with no manifest about (get, logs, delete … -n ../x): it came from -n.
+        for e in exc.errors:
+            err.print(f"[bold red]error:[/] {_escape('-n/--namespace: ' + e.message)}")
+    elif isinstance(exc, InvalidJobError):
         head = f'{exc.kind} "{exc.name}" is invalid' if exc.kind else "the manifest is invalid"
         err.print(f"[bold red]error:[/] {_escape(head)}:")
         for e in exc.errors:
@@ -1441,6 +1449,9 @@ def delete(
         typer.Option("--grace-period", help="Seconds between SIGTERM and SIGKILL (default: the pod's)."),
     ] = None,
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Return once every process is gone.")] = True,
+    ignore_not_found: Annotated[
+        bool, typer.Option("--ignore-not-found", help="A job that is not there is not an error (kubectl's).")
+    ] = False,
     backend_name: BackendOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -1493,6 +1504,8 @@ def delete(
                 continue
             typer.echo(f"trainjob.trainer.kubeflow.org/{name} deleted")
             continue
+        if ignore_not_found and not _exists(backend, name, ns, k):
+            continue
         try:
             job = _call(backend.get, name, ns, k)
             _call(backend.delete, name, ns, wait=wait, grace=grace_period)
@@ -1501,6 +1514,18 @@ def delete(
             continue
         typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} deleted")
     raise typer.Exit(code)
+
+
+def _exists(backend: JobClient, name: str, namespace: str, kind: str | None) -> bool:
+    from trainop.backends.base import NotFoundError
+
+    try:
+        backend.get(name, namespace, kind)
+    except NotFoundError:
+        return False
+    except Exception:  # any other problem: the delete that follows says it
+        return True
+    return True
 
 
 @app.command()
@@ -1564,8 +1589,27 @@ def suspend(
     context: ContextOpt = None,
 ) -> None:
     """Suspend a job (runPolicy.suspend=true): its replicas are stopped until resume."""
-    job = _call(_backend(backend, kubeconfig, context).set_suspend, name, True, namespace)
+    target = _backend(backend, kubeconfig, context)
+    if _finished_unchanged(target, name, namespace, "suspend"):
+        return
+    job = _call(target.set_suspend, name, True, namespace)
     typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} suspended")
+
+
+def _finished_unchanged(target: JobClient, name: str, namespace: str, verb: str) -> bool:
+    """A finished job has nothing to suspend or resume (the operator ignores runPolicy.suspend once a
+    job Succeeded or Failed): say so rather than report a change that does nothing."""
+    from trainop.backends.base import is_finished
+    from trainop.cli.live import compute_state
+
+    job = _call(target.get, name, namespace)
+    if not is_finished(job):
+        return False
+    typer.echo(
+        f"{job.kind.lower()}.kubeflow.org/{name} unchanged: it already {compute_state(job)}, so there is "
+        f"nothing to {verb} (submit it again to run it again)"
+    )
+    return True
 
 
 @app.command()
@@ -1577,7 +1621,10 @@ def resume(
     context: ContextOpt = None,
 ) -> None:
     """Resume a suspended job: its replicas start again."""
-    job = _call(_backend(backend, kubeconfig, context).set_suspend, name, False, namespace)
+    target = _backend(backend, kubeconfig, context)
+    if _finished_unchanged(target, name, namespace, "resume"):
+        return
+    job = _call(target.set_suspend, name, False, namespace)
     typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} resumed")
 
 
