@@ -4,14 +4,26 @@ TrainingClient import names trainop.sdk, and nothing else changed (issue 21)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from test_example import build_trainop_version
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "finetune" / "finetune_llm.py"
+IMPORT_LINE = re.compile(r"^(from|import)\s+kubeflow\.training(\.|\s)")
+
+
+def build_trainop_version(source: str) -> tuple[str, list[int]]:
+    """The script with its kubeflow.training imports pointed at trainop.sdk; also the changed line numbers."""
+    out, changed = [], []
+    for i, line in enumerate(source.splitlines(keepends=True), start=1):
+        if IMPORT_LINE.match(line):
+            line = line.replace("kubeflow.training", "trainop.sdk", 1)
+            changed.append(i)
+        out.append(line)
+    return "".join(out), changed
 
 
 @pytest.mark.integration
