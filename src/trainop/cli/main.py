@@ -1171,6 +1171,7 @@ def get(
 
 def _find_trainjob(backend: JobClient, name: str, namespace: str) -> dict[str, Any] | None:
     """The TrainJob of that name, when no kubeflow.org/v1 job has it and the backend serves one."""
+    from trainop.api.errors import InvalidJobError
     from trainop.backends.base import BackendError, NotFoundError
 
     try:
@@ -1178,7 +1179,7 @@ def _find_trainjob(backend: JobClient, name: str, namespace: str) -> dict[str, A
         return None
     except NotFoundError:
         pass
-    except BackendError:
+    except (BackendError, InvalidJobError):  # (a bad -n: InvalidJobError)
         return None  # the v1 path reports it
     try:
         return backend.get_trainjob(name, namespace)
