@@ -190,7 +190,11 @@ __all__ = [
     for name, value in list(globals().items())
     if not name.startswith("_") and name.isupper() and not isinstance(value, types.FunctionType)
 ]
-if importlib.util.find_spec("kubernetes") is not None:
+try:
+    _HAS_KUBERNETES = importlib.util.find_spec("kubernetes") is not None
+except ImportError:  # an import hook that refuses it: not installed, as far as we are concerned
+    _HAS_KUBERNETES = False
+if _HAS_KUBERNETES:
     __all__.append("STORAGE_INITIALIZER_VOLUME_MOUNT")
 
 
