@@ -248,6 +248,15 @@ def _safe_load_all(text: str, source: str) -> list[Any]:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
         problem = getattr(exc, "problem", None) or str(exc)
+        if mark is None and isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses
+            before = text[: exc.position]
+            column = exc.position - (before.rfind("\n") + 1) + 1
+            where = f"line {before.count(chr(10)) + 1}, column {column}"
+            code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or " ")
+            problem = (
+                f"character U+{code:04X} is a control character, which YAML does not allow in a file; remove "
+                f'it, or write it as "\\x{code:02x}" inside double quotes'
+            )
         if "maximum nesting depth" in problem:  # libyaml's own limit (1000), met while scanning ahead
             raise _whole(source, _too_deep(where)) from None
         raise _whole(source, f"not valid YAML at {where}: {problem}") from None

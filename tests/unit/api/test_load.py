@@ -267,6 +267,16 @@ def test_yaml_syntax_error_has_a_position() -> None:
     ]
 
 
+def test_a_control_character_has_a_line_and_column_and_a_fix() -> None:
+    """issue 24 item 8: ``name: a\\x01b`` said "not valid YAML at unknown position"."""
+    with pytest.raises(InvalidJobError) as info:
+        load_jobs("kind: PyTorchJob\nmetadata:\n  name: a\x01b\n", source="job.yaml")
+    assert [str(e) for e in info.value.errors] == [
+        "job.yaml: not valid YAML at line 3, column 10: character U+0001 is a control character, which YAML "
+        'does not allow in a file; remove it, or write it as "\\x01" inside double quotes'
+    ]
+
+
 def test_not_a_mapping() -> None:
     with pytest.raises(InvalidJobError) as info:
         load_jobs("- a\n- b\n")
