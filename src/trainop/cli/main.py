@@ -710,10 +710,7 @@ def _prepare_run(
         backend = _backend(*where)
         manifests = [_with_fail_fast(m, fail_fast) for m in _read_manifests(file)]
         if len(manifests) != 1:
-            _fail(
-                f"{file} holds {len(manifests)} documents; run takes one job (use submit for several)",
-                EXIT_INVALID,
-            )
+            _fail(_several_documents(file, manifests), EXIT_INVALID)
         if dry_run:
             _call(backend.prepare, manifests[0])
             _dump(manifests[0], "yaml")
@@ -740,6 +737,22 @@ def _submit_attached(
         backend.submit, manifest, base_dir=base_dir, namespace=namespace, attached_client=client
     )
     return job
+
+
+def _several_documents(file: Path, manifests: list[dict[str, Any]]) -> str:
+    """Why run refuses a file of several documents, and what would take them: submit takes several
+    jobs; neither takes what is not a job (a Service, a Pod), which kubectl applies."""
+    from trainop.api.kinds import KIND_INFO
+
+    others = sorted({str(m.get("kind") or "?") for m in manifests if m.get("kind") not in KIND_INFO})
+    head = f"{file} holds {len(manifests)} documents; run takes one job"
+    if others:
+        return (
+            f"{head}, and {', '.join(others)} {'is not a job' if len(others) == 1 else 'are not jobs'} "
+            "trainop runs (kubeflow.org/v1 kinds only: apply the rest with kubectl; on this machine, a "
+            "job's replicas reach each other without a Service)"
+        )
+    return f"{head} (use submit for several)"
 
 
 def _is_command(argv: list[str]) -> bool:

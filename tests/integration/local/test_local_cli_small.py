@@ -40,3 +40,23 @@ def test_a_bad_namespace_with_no_manifest_names_the_option(home: Path) -> None:
             ["error", " -n/--namespace"],
             False,
         )
+
+
+def test_run_on_a_service_and_a_job_says_what_is_not_a_job(home: Path, tmp_path: Path) -> None:
+    import yaml
+
+    job = pytorch_job("svc").master(1).command(["sh", "-c", "exit 0"]).build_dict()
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "svc"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    path = tmp_path / "both.yaml"
+    path.write_text(yaml.safe_dump_all([service, job]))
+    result = run_cli("run", str(path))
+    assert (result.returncode, "use submit" in result.stderr, "Service is not a job" in result.stderr) == (
+        2,
+        False,
+        True,
+    ), result.stderr
