@@ -561,11 +561,13 @@ def run(
     spellings; docs/cli.md lists each)."""
     from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code
 
-    # a Trainer v2 TrainJob: runs and exits
-    _run_trainjob_file(args, namespace, dry_run, (backend, kubeconfig, context))
-    # Installed first: from here to the exit a stop signal is never the default (dying on the spot).
+    # Installed first: from here to the exit a stop signal is never the default (dying on the spot),
+    # also while the manifest is read (stdin may be a pipe that has not been written yet).
     signals = StopSignals.install()
     try:
+        # a Trainer v2 TrainJob: runs and exits (its run takes a stop signal's KeyboardInterrupt and
+        # stops its pods)
+        _run_trainjob_file(args, namespace, dry_run, (backend, kubeconfig, context))
         where = (backend, kubeconfig, context)
         target, manifest, base_dir, announce = _prepare_run(
             _torchrun_meta(ctx),
