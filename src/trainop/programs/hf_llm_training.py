@@ -411,15 +411,15 @@ def launch(argv: Sequence[str]) -> int:
     try:
         runner(parsed)
     except ChildFailedError as e:
-        codes = sorted({f.exitcode for f in e.failures.values()})
-        ranks = sorted(e.failures)  # keyed by global rank
+        # The first rank to fail is the cause; torchrun then stops the others (SIGTERM, -15).
+        rank, first = e.get_first_failure()
         print(
-            f"{PROG}: error: rank(s) {', '.join(map(str, ranks))} exited with {', '.join(map(str, codes))} "
-            "(their own error is above)",
+            f"{PROG}: error: rank {rank} exited with {first.exitcode} (its own error is above); torchrun "
+            f"stopped the job's other processes",
             file=sys.stderr,
             flush=True,
         )
-        return EXIT_USAGE if codes == [EXIT_USAGE] else 1
+        return EXIT_USAGE if first.exitcode == EXIT_USAGE else 1
     return 0
 
 
