@@ -36,10 +36,13 @@ pytestmark = [
 ]
 
 ROWS = 48
-INIT_DONE = re.compile(r"^storage-initializer: done at ([0-9.]+)$", re.M)
-STARTED = re.compile(r"^trainer: rank (\d+)/(\d+) started at ([0-9.]+)$", re.M)
-SHARD = re.compile(r"^trainer: rank (\d+)/\d+ train shard: \d+ rows: ([0-9,\-]+)$", re.M)
-LOSS = re.compile(r"^trainer: step (\d+) loss ([0-9.]+)$", re.M)
+# Not anchored at a line's start: the ranks of one pod share its log, and another rank's progress bar
+# (a tqdm frame ending in no newline) may stand just before a line (seen: "Map:   0%| ... trainer: rank
+# 1/2 train shard: ...", which an anchored pattern missed).
+INIT_DONE = re.compile(r"storage-initializer: done at ([0-9.]+)$", re.M)
+STARTED = re.compile(r"trainer: rank (\d+)/(\d+) started at ([0-9.]+)$", re.M)
+SHARD = re.compile(r"trainer: rank (\d+)/\d+ train shard: \d+ rows: ([0-9,\-]+)$", re.M)
+LOSS = re.compile(r"trainer: step (\d+) loss ([0-9.]+)$", re.M)
 
 
 @dataclass(frozen=True)
