@@ -416,6 +416,13 @@ class JobClient(Protocol):
 
     def kill_replicas(self, name: str, namespace: str = "default") -> None: ...
 
+    def may(self, verb: str, kind: str, namespace: str) -> bool:
+        """Whether the caller may ``verb`` (``patch``, ``delete``) jobs of ``kind`` in ``namespace``:
+        a cluster asks its authorizer (a SelfSubjectAccessReview, as ``kubectl auth can-i``); this
+        machine lets its user do everything. Advice for what to offer, never a gate: the cluster
+        still decides each request."""
+        ...
+
     # --- Kubeflow Trainer v2 TrainJobs (Kubernetes JSON, trainer.kubeflow.org/v1alpha1) ------------
     def list_trainjobs(self, namespace: str | None = None) -> list[dict[str, Any]]:
         """TrainJobs of ``namespace`` (None: all), by namespace and name."""

@@ -192,6 +192,10 @@ def read_job(source: Source, namespace: str, name: str) -> dict[str, Any]:
     except BackendError as exc:
         page["progress"], errors["progress"] = None, _error(exc)
     page["local"] = source.is_local()
+    try:
+        page["actions"] = source.allowed_actions(job.kind, namespace)
+    except BackendError:  # no answer: offer them, the cluster decides each request
+        page["actions"] = dict.fromkeys(ACTIONS, True)
     return page
 
 
@@ -432,8 +436,9 @@ async def act(request: web.Request) -> web.StreamResponse:
             await source.call(backend.set_suspend, name, action == "suspend", ns)
     except NotFoundError as exc:
         return web.json_response({"error": str(exc)}, status=404)
-    except BackendError as exc:  # the cluster refused (RBAC): said as it is, not as a crash
-        return web.json_response({"error": _error(exc)}, status=409)
+    except BackendError as exc:  # the cluster refused (RBAC): said as it is, with its status
+        refused = exc.answer.code if exc.answer and exc.answer.code in (401, 403) else 409
+        return web.json_response({"error": _error(exc)}, status=refused)
     finally:
         source.writes += 1  # the next list is read afresh
     return web.json_response({"ok": True, "action": action})

@@ -10,6 +10,7 @@ blocks between polls for as long as the page is open.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,6 +29,7 @@ class Source:
         self.backend = backend
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainop-ui-backend")
         self.writes = 0  # actions taken through this source (they change jobs without a data_version)
+        self._may: dict[tuple[str, str, str], tuple[float, bool]] = {}
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` on the backend's worker thread."""
@@ -100,6 +102,23 @@ class Source:
             return read(), lambda: None
         lines = self.backend.logs(name, namespace, replica=replica, container=container, follow=follow)
         return lines, lambda: None
+
+    # The verb each action needs of the caller's RBAC, as `kubectl patch` and `kubectl delete` ask.
+    ACTION_VERBS = {"suspend": "patch", "resume": "patch", "delete": "delete"}
+    MAY_TTL = 30.0  # seconds an answer is kept: a page polls every second, RBAC rarely changes
+
+    def allowed_actions(self, kind: str, namespace: str) -> dict[str, bool]:
+        """Which of the page's actions the caller may take on ``kind`` jobs in ``namespace`` (asked
+        once per verb, kept ``MAY_TTL`` seconds). Called on the worker thread."""
+        now = time.monotonic()
+        out: dict[str, bool] = {}
+        for action, verb in self.ACTION_VERBS.items():
+            key = (verb, kind, namespace)
+            cached = self._may.get(key)
+            if cached is None or now - cached[0] > self.MAY_TTL:
+                cached = self._may[key] = (now, self.backend.may(verb, kind, namespace))
+            out[action] = cached[1]
+        return out
 
     def close(self) -> None:
         self._worker.shutdown(wait=False, cancel_futures=True)

@@ -90,6 +90,11 @@ def test_suspend_and_delete_from_the_page_need_the_sessions_tokens(
     create(k8s_env, k8s_namespace, job.build_dict())
     open_page(browser, ui, f"/jobs/{k8s_namespace}/acted")
     wait_until(lambda: text_of(browser, "#job-state").startswith("Running"), "acted Running", timeout=60)
+    offered = [
+        a for a in ("suspend", "resume", "delete") if browser.find_element(By.ID, f"act-{a}").is_displayed()
+    ]
+    assert offered == ["suspend", "resume", "delete"], offered  # an admin's RBAC allows all three
+    assert not browser.find_element(By.ID, "read-only").is_displayed()
     path = f"/api/jobs/{k8s_namespace}/acted/delete"
     assert ui.request("POST", path, cookie=False)[0] == 403
     assert ui.request("POST", path)[0] == 403  # the cookie alone: no CSRF token
@@ -135,8 +140,20 @@ def test_what_rbac_hides_is_said_as_such(
         )
         assert any(t.startswith("cannot read the pods: ") and "forbidden" in t.lower() for t in boxes), boxes
         assert text_of(browser, "#job-title") == f"{k8s_namespace}/seen"
-        browser.find_element(By.ID, "act-suspend").click()
-        refused = wait_until(lambda: text_of(browser, "#message .error"), "the refusal", timeout=30)
-        assert refused.startswith("suspend: ") and "forbidden" in refused.lower(), refused
+        # No action the reader's RBAC refuses is offered (the page asks as `kubectl auth can-i` does)…
+        note = wait_until(lambda: text_of(browser, "#read-only"), "the read-only note", timeout=30)
+        assert note == "your access does not allow: suspend, resume, delete", note
+        shown = [
+            a
+            for a in ("suspend", "resume", "delete")
+            if browser.find_element(By.ID, f"act-{a}").is_displayed()
+        ]
+        assert shown == [], shown
+        # … and one asked for anyway (the session's tokens, straight to the server) is the cluster's 403.
+        csrf = browser.execute_script("return CSRF")
+        status, body = reader.request(
+            "POST", f"/api/jobs/{k8s_namespace}/seen/suspend", headers={"X-CSRF-Token": csrf}
+        )
+        assert status == 403 and "forbidden" in json.loads(body)["error"].lower(), (status, body)
         status, body = reader.get("/api/jobs")  # every namespace: not the reader's to list
         assert status == 200 and json.loads(body)["error"], body

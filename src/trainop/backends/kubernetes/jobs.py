@@ -29,7 +29,7 @@ from lightkube.types import CascadeType, PatchType
 
 from trainop.api import errors as api_errors
 from trainop.api.common import TrainingJob
-from trainop.api.constants import ANNOTATION_INTERRUPTED, LABEL_JOB_NAME
+from trainop.api.constants import ANNOTATION_INTERRUPTED, GROUP, LABEL_JOB_NAME
 from trainop.api.errors import FieldError
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
@@ -682,6 +682,30 @@ class KubernetesBackend:
 
         del job
         self._run(kill())
+
+    def may(self, verb: str, kind: str, namespace: str) -> bool:
+        resource = r.JOB_RESOURCES[kind]._api_info.plural
+        review = r.SelfSubjectAccessReview(
+            {
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": {
+                    "resourceAttributes": {
+                        "group": GROUP,
+                        "resource": resource,
+                        "verb": verb,
+                        "namespace": namespace,
+                    }
+                },
+            }
+        )
+        try:
+            answer = self._run(self.client.api.create(review), api_errors=True)
+        except (ApiError, httpx.HTTPStatusError) as exc:
+            # No answer (an old authorizer, a proxy): offer the action and let the cluster decide.
+            log.debug("SelfSubjectAccessReview for %s %s in %s failed: %s", verb, resource, namespace, exc)
+            return True
+        return bool((dict(answer).get("status") or {}).get("allowed"))
 
     def wait(
         self,

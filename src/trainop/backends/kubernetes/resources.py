@@ -61,6 +61,9 @@ Lease: Any = _private(GenericNamespacedResource, "coordination.k8s.io", "v1", "L
 LocalQueue: Any = _private(
     GenericNamespacedResource, "kueue.x-k8s.io", "v1beta1", "LocalQueue", "localqueues"
 )
+SelfSubjectAccessReview: Any = _private(  # ``kubectl auth can-i``: the web view's actions
+    GenericGlobalResource, "authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews"
+)
 ValidatingWebhookConfiguration: Any = _private(
     GenericGlobalResource,
     "admissionregistration.k8s.io",

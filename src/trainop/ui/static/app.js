@@ -131,8 +131,19 @@ async function act(ns, name, action, message) {
 
 function jobPage(ns, name) {
   const message = el("div", { id: "message" });
+  const readOnly = el("span", { id: "read-only", class: "muted", hidden: "" });
   const actions = el("div", { class: "actions" },
-    ...["suspend", "resume", "delete"].map((a) => el("button", { id: "act-" + a, onclick: () => act(ns, name, a, message) }, a[0].toUpperCase() + a.slice(1))));
+    ...["suspend", "resume", "delete"].map((a) => el("button", { id: "act-" + a, hidden: "", onclick: () => act(ns, name, a, message) }, a[0].toUpperCase() + a.slice(1))), readOnly);
+  function offer(allowed) {  // only what the caller's RBAC allows (always everything on this machine)
+    const refused = [];
+    for (const a of ["suspend", "resume", "delete"]) {
+      const ok = !allowed || allowed[a] !== false;
+      document.getElementById("act-" + a).hidden = !ok;
+      if (!ok) refused.push(a);
+    }
+    readOnly.hidden = refused.length === 0;
+    readOnly.textContent = refused.length ? `your access does not allow: ${refused.join(", ")}` : "";
+  }
   const overview = el("section", { id: "overview" });
   const logs = el("section", { id: "logs", hidden: "" });
   const progress = el("section", { id: "progress", hidden: "" });
@@ -158,6 +169,7 @@ function jobPage(ns, name) {
   stream(`/api/stream/jobs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`, {
     job: (data) => {
       page = data;
+      offer(data.actions);
       renderOverview(overview, data);
       logView.replicas(data.replicas || []);
       if (!progress.hidden) drawProgress();
