@@ -77,7 +77,8 @@ def format_replicas(job: TrainingJob, counts: list[tuple[str, int, int, int]] | 
     )
 
 
-def _rfc3339_ts(value: object) -> float | None:
+def parse_timestamp(value: object) -> float | None:
+    """An RFC 3339 time → epoch seconds; None for anything else."""
     from datetime import datetime
 
     if not isinstance(value, str) or not value:
@@ -88,42 +89,50 @@ def _rfc3339_ts(value: object) -> float | None:
         return None
 
 
+def _ended_reason(term: Mapping[str, Any]) -> str:
+    return str(term.get("reason") or f"ExitCode:{term.get('exitCode')}")
+
+
+def _init_reason(inits: list[Mapping[str, Any]]) -> str | None:
+    """``Init:…`` for the first init container that has not succeeded: how it ended, what it waits on,
+    or its position; None once every one has."""
+    for i, cs in enumerate(inits):
+        state = cs.get("state") or {}
+        term, waiting = state.get("terminated"), str((state.get("waiting") or {}).get("reason") or "")
+        if term and term.get("exitCode") == 0:
+            continue
+        if term:
+            return "Init:" + _ended_reason(term)
+        if waiting and waiting != "PodInitializing":
+            return "Init:" + waiting
+        return f"Init:{i}/{len(inits)}"
+    return None
+
+
+def _state_reason(state: Mapping[str, Any]) -> str:
+    """What a container's state says: the reason it waits, or how it ended; "" while it runs."""
+    term = state.get("terminated")
+    return str((state.get("waiting") or {}).get("reason") or (_ended_reason(term) if term else ""))
+
+
+def _container_reason(containers: list[Mapping[str, Any]], reason: str) -> str:
+    """What the first container with something to say waits on or ended with (else ``reason``);
+    ``Completed`` reads ``Running`` while another container runs and is ready."""
+    running = any((cs.get("state") or {}).get("running") and cs.get("ready") for cs in containers)
+    said = next((r for cs in containers if (r := _state_reason(cs.get("state") or {}))), reason)
+    return "Running" if said == "Completed" and running else said
+
+
 def format_pod_status(pod: Mapping[str, Any]) -> str:
     """kubectl get pods' STATUS (kubectl's printPod): the phase, or what an init container, then a
     container, is waiting on or ended with; ``Terminating`` while being deleted."""
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
     status = pod.get("status") or {}
     reason = str(status.get("reason") or status.get("phase") or "Pending")
-    inits = status.get("initContainerStatuses") or []
-    initializing = False
-    for i, cs in enumerate(inits):
-        state = cs.get("state") or {}
-        term, waiting = state.get("terminated"), state.get("waiting")
-        if term and term.get("exitCode") == 0:
-            continue
-        initializing = True
-        if term:
-            reason = "Init:" + (term.get("reason") or f"ExitCode:{term.get('exitCode')}")
-        elif waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
-            reason = "Init:" + waiting["reason"]
-        else:
-            reason = f"Init:{i}/{len(inits)}"
-        break
-    if not initializing:
-        running = False
-        for cs in reversed(status.get("containerStatuses") or []):
-            state = cs.get("state") or {}
-            if (state.get("waiting") or {}).get("reason"):
-                reason = state["waiting"]["reason"]
-            elif state.get("terminated"):
-                term = state["terminated"]
-                reason = term.get("reason") or f"ExitCode:{term.get('exitCode')}"
-            elif state.get("running") and cs.get("ready"):
-                running = True
-        if reason == "Completed" and running:
-            reason = "Running"
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        reason = "Terminating"
-    return reason
+    return _init_reason(status.get("initContainerStatuses") or []) or _container_reason(
+        status.get("containerStatuses") or [], reason
+    )
 
 
 def build_pod_row(pod: Mapping[str, Any], now: float) -> list[str]:
@@ -137,11 +146,11 @@ def build_pod_row(pod: Mapping[str, Any], now: float) -> list[str]:
     last = [
         t
         for cs in containers
-        if (t := _rfc3339_ts(((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")))
+        if (t := parse_timestamp(((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")))
     ]
     if restarts and last:
         restart_text += f" ({format_age(now - max(last))} ago)"
     meta = pod.get("metadata") or {}
-    created = _rfc3339_ts(meta.get("creationTimestamp")) or _rfc3339_ts(status.get("startTime"))
+    created = parse_timestamp(meta.get("creationTimestamp")) or parse_timestamp(status.get("startTime"))
     age = format_age(now - created) if created else "?"
     return [str(meta.get("name", "")), f"{ready}/{wanted}", format_pod_status(pod), restart_text, age]

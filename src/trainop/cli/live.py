@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import re
 import signal
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from trainop.api.constants import LABEL_REPLICA_TYPE
-from trainop.cli.format import format_age
+from trainop.cli.format import format_age, parse_timestamp
 
 if TYPE_CHECKING:
-    from trainop.api.common import TrainingJob
+    from trainop.api.common import ReplicaStatus, TrainingJob
     from trainop.backends.base import ContainerRun
 
 TAIL_LINES = 5  # lines of a replica's output quoted in a notice or summary
@@ -53,22 +53,16 @@ def compute_state(job: TrainingJob) -> str:
     return "Submitted"
 
 
-def _ts(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
+def _killed_by(signum: int) -> str:
+    """``killed by SIGKILL``; ``Error`` when ``signum`` names no signal."""
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        return f"killed by {signal.Signals(signum).name}"
     except ValueError:
-        return None
+        return "Error"
 
 
 def _signal_reason(code: int) -> str:
-    if code > 128:
-        try:
-            return f"killed by {signal.Signals(code - 128).name}"
-        except ValueError:
-            pass
-    return "Error"
+    return _killed_by(code - 128) if code > 128 else "Error"
 
 
 def _exit_of(term: Mapping[str, Any]) -> Exit:
@@ -76,29 +70,44 @@ def _exit_of(term: Mapping[str, Any]) -> Exit:
     return Exit(code, str(term.get("reason") or _signal_reason(code)), str(term.get("message") or ""))
 
 
-def _wait_reason(pod: Mapping[str, Any], phase: str, now: float | None) -> str:
-    """Why a pod is not (yet) running, as the scheduler and kubelet say it; "" when nothing waits."""
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    if meta.get("deletionTimestamp"):
-        return "Terminating"
+def _all_statuses(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The init containers' statuses, then the containers'."""
+    return [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+
+
+def _unscheduled_reason(status: Mapping[str, Any]) -> str | None:
+    """The scheduler's reason and message when it could not place the pod; None when it could."""
     for cond in status.get("conditions") or []:
         if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
             message = str(cond.get("message") or "")
             what = "waiting for GPUs" if "nvidia.com/gpu" in message else str(cond.get("reason") or "")
             return f"{what}: {message}" if message else what
+    return None
+
+
+def _container_wait(status: Mapping[str, Any], phase: str, now: float | None) -> str:
+    """The first container's wait worth saying: a back-off at any phase, any reason while Pending."""
+    for cs in _all_statuses(status):
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        reason, message = str(waiting.get("reason") or ""), str(waiting.get("message") or "")
+        if reason == "CrashLoopBackOff":
+            return _backoff_text(cs, message, now)
+        if waiting and phase == "Pending":
+            return reason + (f": {message}" if message else "")
+    return ""
+
+
+def _wait_reason(pod: Mapping[str, Any], phase: str, now: float | None) -> str:
+    """Why a pod is not (yet) running, as the scheduler and kubelet say it; "" when nothing waits."""
+    status = pod.get("status") or {}
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    unscheduled = _unscheduled_reason(status)
+    if unscheduled is not None:
+        return unscheduled
     if status.get("message") and phase == "Pending":
         return str(status["message"])
-    for cs in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
-        waiting = (cs.get("state") or {}).get("waiting")
-        if not waiting:
-            continue
-        reason = str(waiting.get("reason") or "")
-        if reason == "CrashLoopBackOff":
-            return _backoff_text(cs, str(waiting.get("message") or ""), now)
-        if phase == "Pending":
-            return reason + (f": {waiting['message']}" if waiting.get("message") else "")
-    return ""
+    return _container_wait(status, phase, now)
 
 
 def _backoff_text(cs: Mapping[str, Any], message: str, now: float | None) -> str:
@@ -111,7 +120,7 @@ def _backoff_text(cs: Mapping[str, Any], message: str, now: float | None) -> str
         if word.endswith("s") and word[:-1].replace(".", "", 1).isdigit():
             delay = float(word[:-1])
             break
-    finished = _ts(term.get("finishedAt"))
+    finished = parse_timestamp(term.get("finishedAt"))
     if delay is not None:
         text += f": back-off {delay:g}s"
         if finished is not None and now is not None:
@@ -136,32 +145,66 @@ def _display_phase(pod: Mapping[str, Any]) -> str:
     return phase
 
 
+def _last_exit(statuses: Sequence[Mapping[str, Any]]) -> Exit | None:
+    """How the containers last ended: the last non-zero exit, else the first; None before any ends."""
+    last: Exit | None = None
+    for cs in statuses:
+        term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
+        if term and (last is None or int(term.get("exitCode") or 0) != 0):
+            last = _exit_of(term)
+    return last
+
+
+def _replica_view(
+    pod: Mapping[str, Any], job_name: str, rtypes: Mapping[str, str], now: float | None
+) -> ReplicaView:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    phase = _display_phase(pod)
+    statuses = _all_statuses(status)
+    return ReplicaView(
+        label=str(meta.get("name", "")).removeprefix(f"{job_name}-"),
+        rtype=rtypes.get(str((meta.get("labels") or {}).get(LABEL_REPLICA_TYPE, "")), ""),
+        phase=phase,
+        restarts=sum(int(cs.get("restartCount") or 0) for cs in statuses),
+        waiting="" if phase in ("Succeeded", "Failed") else _wait_reason(pod, str(status.get("phase")), now),
+        last_exit=_last_exit(statuses),
+    )
+
+
 def build_replica_views(
     job: TrainingJob, pods: Sequence[Mapping[str, Any]], now: float | None
 ) -> list[ReplicaView]:
     """One view per pod, in the job's replica type order, then by name."""
-    keys = {k.lower(): k for k in job.replica_specs}
+    rtypes = {k.lower(): k for k in job.replica_specs}
     order = {k: i for i, k in enumerate(job.replica_specs)}
-    views = []
-    prefix = f"{job.name}-"
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        status = pod.get("status") or {}
-        name = str(meta.get("name", ""))
-        rtype = keys.get(str((meta.get("labels") or {}).get(LABEL_REPLICA_TYPE, "")), "")
-        phase = _display_phase(pod)
-        statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
-        restarts = sum(int(cs.get("restartCount") or 0) for cs in statuses)
-        last: Exit | None = None
-        for cs in statuses:
-            term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
-            if term and (last is None or int(term.get("exitCode") or 0) != 0):
-                last = _exit_of(term)
-        waiting = "" if phase in ("Succeeded", "Failed") else _wait_reason(pod, str(status.get("phase")), now)
-        label = name[len(prefix) :] if name.startswith(prefix) else name
-        views.append(ReplicaView(label, rtype, phase, restarts, waiting, last))
+    views = [_replica_view(pod, job.name, rtypes, now) for pod in pods]
     views.sort(key=lambda v: (order.get(v.rtype, len(order)), v.label))
     return views
+
+
+def _type_counts(mine: Sequence[ReplicaView], wanted: int, st: ReplicaStatus | None) -> list[str]:
+    """``1/2 Running``, the other phases' counts (unknown phases last) and the replicas not created yet;
+    with no pods, how many finished before their pods were removed."""
+    if not mine:
+        done = ((st.succeeded or 0) + (st.failed or 0)) if st else 0
+        return [f"0/{wanted} Running" + (f" ({done} finished, pods removed)" if done else "")]
+    counts = Counter(v.phase for v in mine)
+    parts = [f"{counts.pop('Running', 0)}/{wanted} Running"]
+    parts += [f"{counts[p]} {p}" for p in _PHASE_ORDER if counts.get(p)]
+    parts += [f"{n} {p}" for p, n in sorted(counts.items()) if p not in _PHASE_ORDER]
+    if len(mine) < wanted:
+        parts.append(f"{wanted - len(mine)} not created")
+    return parts
+
+
+def _waiting_lines(mine: Sequence[ReplicaView]) -> list[str]:
+    """Why each waiting replica waits: the first ``WAITS_SHOWN``, then how many more."""
+    waiting = [v for v in mine if v.waiting]
+    lines = [f"    {v.label}: {v.waiting}" for v in waiting[:WAITS_SHOWN]]
+    if len(waiting) > WAITS_SHOWN:
+        lines.append(f"    … and {len(waiting) - WAITS_SHOWN} more waiting")
+    return lines
 
 
 def build_status_lines(
@@ -176,31 +219,13 @@ def build_status_lines(
     statuses = (job.status.replica_statuses if job.status else None) or {}
     width = max((len(k) for k in job.replica_specs), default=0)
     for rtype, spec in apply_defaults(job).replica_specs.items():
-        wanted = spec.replicas or 0
         mine = [v for v in views if v.rtype == rtype]
-        counts: dict[str, int] = {}
-        for v in mine:
-            counts[v.phase] = counts.get(v.phase, 0) + 1
-        if mine:
-            parts = [f"{counts.pop('Running', 0)}/{wanted} Running"]
-            parts += [f"{counts[p]} {p}" for p in _PHASE_ORDER if counts.get(p)]
-            parts += [f"{n} {p}" for p, n in sorted(counts.items()) if p not in _PHASE_ORDER]
-            if len(mine) < wanted:
-                parts.append(f"{wanted - len(mine)} not created")
-        else:
-            st = statuses.get(rtype)
-            done = ((st.succeeded or 0) + (st.failed or 0)) if st else 0
-            parts = [f"0/{wanted} Running" + (f" ({done} finished, pods removed)" if done else "")]
-        text = f"  {rtype:<{width}}  " + ", ".join(parts)
         restarts = sum(v.restarts for v in mine)
-        if restarts:
-            text += f" · {restarts} restart{'s' if restarts != 1 else ''}"
-        lines.append(text)
-        waiting = [v for v in mine if v.waiting]
-        for v in waiting[:WAITS_SHOWN]:
-            lines.append(f"    {v.label}: {v.waiting}")
-        if len(waiting) > WAITS_SHOWN:
-            lines.append(f"    … and {len(waiting) - WAITS_SHOWN} more waiting")
+        text = f"  {rtype:<{width}}  " + ", ".join(
+            _type_counts(mine, spec.replicas or 0, statuses.get(rtype))
+        )
+        lines.append(text + (f" · {restarts} restart{'s' if restarts != 1 else ''}" if restarts else ""))
+        lines += _waiting_lines(mine)
     return lines
 
 
@@ -237,6 +262,20 @@ def detect_finish_time(job: TrainingJob) -> float | None:
     return None
 
 
+def _last_runs(processes: Sequence[ContainerRun], finished: float | None) -> list[ContainerRun]:
+    """Each container's newest run, of those started by ``finished`` (whole seconds, as the API server
+    stores it: the end was within the second after it, and a run of that second, a whole-job
+    restart's started at once, still counts)."""
+    latest: dict[tuple[str, str], ContainerRun] = {}
+    for p in processes:
+        if finished is not None and p.started_at is not None and p.started_at >= finished + 1.0:
+            continue
+        key = (p.pod, p.container)
+        if key not in latest or p.attempt > latest[key].attempt:
+            latest[key] = p
+    return list(latest.values())
+
+
 def detect_failed_replica(
     job_name: str,
     processes: Sequence[ContainerRun],
@@ -249,25 +288,19 @@ def detect_failed_replica(
     Each container's last run counts, as of ``finished`` (the job's end): a run started after it is a
     restart that cleanPodPolicy None leaves to the restartPolicy (a crash loop goes on), which cannot
     be why the job failed, so the run before it counts."""
-    latest: dict[tuple[str, str], ContainerRun] = {}
-    for p in processes:
-        # ``finished`` is whole seconds (as the API server stores it): the end was within the second
-        # after it, and a run of that second (a whole-job restart's, started at once) still counts.
-        if finished is not None and p.started_at is not None and p.started_at >= finished + 1.0:
-            continue
-        key = (p.pod, p.container)
-        if key not in latest or p.attempt > latest[key].attempt:
-            latest[key] = p
     failed = sorted(
-        (p for p in latest.values() if p.exit_code not in (None, 0) and p.finished_at is not None),
+        (
+            p
+            for p in _last_runs(processes, finished)
+            if p.exit_code not in (None, 0) and p.finished_at is not None
+        ),
         key=lambda p: (p.finished_at or 0.0, p.pod),
     )
     if not failed:
         return None
     first = failed[0]
     code = int(first.exit_code or 0)
-    prefix = f"{job_name}-"
-    label = first.pod[len(prefix) :] if first.pod.startswith(prefix) else first.pod
+    label = first.pod.removeprefix(f"{job_name}-")
     view = next((v for v in views if v.label == label), None)
     e = view.last_exit if view and view.last_exit and view.last_exit.code == code else None
     others = len({p.pod for p in failed}) - 1
@@ -285,12 +318,7 @@ class RankFailure:
 
     @property
     def reason(self) -> str:
-        if self.code < 0:  # torchrun writes a worker killed by signal n as -n
-            try:
-                return f"killed by {signal.Signals(-self.code).name}"
-            except ValueError:
-                pass
-        return "Error"
+        return _killed_by(-self.code) if self.code < 0 else "Error"  # torchrun writes signal n as -n
 
 
 _ROOT_CAUSE = "Root Cause (first observed failure):"

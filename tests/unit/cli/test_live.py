@@ -20,6 +20,7 @@ from trainop.cli.live import (
     build_restart_notice,
     build_status_lines,
     compute_state,
+    detect_failed_replica,
     detect_first_restarts,
     detect_leftovers,
 )
@@ -345,3 +346,61 @@ def test_gone_lines(job: JobBuilder, want: str) -> None:
 
 def test_state_before_any_condition_is_submitted() -> None:
     assert compute_state(job2().build()) == "Submitted"
+
+
+def test_failed_replica_is_the_first_to_fail_by_its_last_run_before_the_end() -> None:
+    views = [ReplicaView("worker-1", "Worker", "Failed", 0, "", Exit(3, "Error", "disk full"))]
+    runs = [
+        proc("gpu-worker-0", 0, 1, 9.0),  # a later restart (started after the end) does not count
+        proc("gpu-worker-0", 1, 4, 30.0, started=21.0),
+        proc("gpu-worker-1", 0, 3, 8.0),
+        proc("gpu-master-0", 0, None, None),
+        proc("other-0", 0, 0, 2.0),
+    ]
+    assert detect_failed_replica("gpu", runs, views, finished=20.0) == (
+        "worker-1",
+        "gpu-worker-1",
+        Exit(3, "Error", "disk full"),
+        1,
+    )
+    # Without the end: every container's newest run; a view whose exit differs is not used.
+    assert detect_failed_replica("gpu", runs[:2], views) == ("worker-0", "gpu-worker-0", Exit(4, "Error"), 0)
+    assert detect_failed_replica("gpu", runs[3:], views) is None
+
+
+@pytest.mark.parametrize(
+    ("built", "want"),
+    [
+        pytest.param(pod(job2(), "Worker", 0).running().deleting().build(), "Terminating", id="deleting"),
+        pytest.param(
+            pod(job2(), "Worker", 0)
+            .phase("Pending")
+            .condition("PodScheduled", "False", "Unschedulable", "0/1 nodes: too many pods")
+            .build(),
+            "Unschedulable: 0/1 nodes: too many pods",
+            id="unschedulable, not for GPUs",
+        ),
+        pytest.param(
+            pod(job2(), "Worker", 0)
+            .phase("Pending")
+            .condition("PodScheduled", "False", "Unschedulable")
+            .build(),
+            "Unschedulable",
+            id="unschedulable without a message",
+        ),
+        pytest.param(
+            pod(job2(), "Worker", 0).phase("Pending").waiting("ErrImagePull", "no such image").build(),
+            "ErrImagePull: no such image",
+            id="a pending container's wait, with its message",
+        ),
+        pytest.param(
+            pod(job2(), "Worker", 0).phase("Running").waiting("ContainerCreating").build(),
+            "",
+            id="a running pod's plain wait is not shown",
+        ),
+        pytest.param(pod(job2(), "Worker", 0).failed(1).build(), "", id="finished pods do not wait"),
+    ],
+)
+def test_wait_reasons(built: dict[str, Any], want: str) -> None:
+    (view,) = build_replica_views(job2().build(), [built], T0)
+    assert view.waiting == want
