@@ -1375,43 +1375,21 @@ def logs(
     context: ContextOpt = None,
 ) -> None:
     """Print a job's logs (all replicas prefixed, or one replica as is)."""
-    from rich.text import Text
-
-    from trainop.cli.lines import render_line
     from trainop.cli.logview import LineFilter, compute_attempts_since, count_lines, format_stamp
 
-    if tail is not None and tail < 0:
-        tail = None  # kubectl's --tail=-1: everything
-    if timestamps and not follow:
-        _fail(
-            "--timestamps needs -f: the local backend does not record when a past line was written (replicas "
-            "write straight to their log files); with -f each new line is stamped as it arrives",
-            EXIT_INVALID,
-        )
-    cutoff = None
-    if since is not None:
-        try:
-            cutoff = time.time() - parse_duration(since)
-        except ValueError as exc:
-            _fail(str(exc), EXIT_INVALID)
+    tail, cutoff = _logs_window(tail, since, timestamps, follow)
     backend = _backend(backend_name, kubeconfig, context)
     if _find_trainjob(backend, name, namespace) is not None:
         _trainjob_logs(backend, name, namespace, replica, follow, previous)
         return
-    console = _console()
-    colors: dict[str, str] = {}
-    job = _call(backend.get, name, namespace)
-    defaults = _default_containers(job)
-    backlog = count_lines(
-        _call(
-            list,
-            _call(backend.logs, name, namespace, replica=replica, container=container, previous=previous),
-        )
+    printer = _LogPrinter(replica, _default_containers(_call(backend.get, name, namespace)), raw)
+    backlog = _call(
+        list, _call(backend.logs, name, namespace, replica=replica, container=container, previous=previous)
     )
-    attempts = None
-    if cutoff is not None:
-        attempts = compute_attempts_since(_call(backend.runs, name, namespace), name, cutoff)
-    chooser = LineFilter(backlog, tail, attempts)
+    attempts = (
+        None if cutoff is None else compute_attempts_since(_call(backend.runs, name, namespace), name, cutoff)
+    )
+    chooser = LineFilter(count_lines(backlog), tail, attempts)
     lines = _call(
         backend.logs, name, namespace, replica=replica, container=container, follow=follow, previous=previous
     )
@@ -1420,25 +1398,57 @@ def logs(
         for line in _call(list, lines) if not follow else lines:
             printed = True
             show, old = chooser.accept(line)
-            if not show:
-                continue
-            stamp = "" if not timestamps else ("-" if old else format_stamp(time.time())) + " "
-            text = line.text if raw else render_line(line.text)
-            if replica is not None:
-                typer.echo(stamp + text)
-                continue
-            label = line.replica if line.container in defaults else f"{line.replica}/{line.container}"
-            if raw:  # (rich would turn each \r into a new line)
-                typer.echo(f"{stamp}{label} | {text}")
-                continue
-            colors.setdefault(label, _PALETTE[len(colors) % len(_PALETTE)])
-            console.print(Text.assemble(stamp, (f"{label} | ", colors[label]), text))
+            if show:
+                printer.print(
+                    line, "" if not timestamps else ("-" if old else format_stamp(time.time())) + " "
+                )
         if not printed and previous:
             _fail(
                 f"no previous attempt for {replica or name}: the container has not restarted", EXIT_NOT_FOUND
             )
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _logs_window(
+    tail: int | None, since: str | None, timestamps: bool, follow: bool
+) -> tuple[int | None, float | None]:
+    """``logs``' --tail (-1, kubectl's: everything) and --since as the time a run must outlive, checked."""
+    if timestamps and not follow:
+        _fail(
+            "--timestamps needs -f: the local backend does not record when a past line was written (replicas "
+            "write straight to their log files); with -f each new line is stamped as it arrives",
+            EXIT_INVALID,
+        )
+    try:
+        cutoff = None if since is None else time.time() - parse_duration(since)
+    except ValueError as exc:
+        _fail(str(exc), EXIT_INVALID)
+    return (None if tail is not None and tail < 0 else tail), cutoff
+
+
+class _LogPrinter:
+    """How ``logs`` prints a line: as is for one replica; else behind its replica's label (and its
+    container's name, unless the kind's default container), colored per label unless ``raw``."""
+
+    def __init__(self, replica: str | None, defaults: set[str], raw: bool) -> None:
+        self.replica, self.defaults, self.raw = replica, defaults, raw
+        self.console, self.colors = _console(), dict[str, str]()
+
+    def print(self, line: Any, stamp: str) -> None:
+        from rich.text import Text
+
+        from trainop.cli.lines import render_line
+
+        text = line.text if self.raw else render_line(line.text)
+        label = line.replica if line.container in self.defaults else f"{line.replica}/{line.container}"
+        if self.replica is not None:
+            typer.echo(stamp + text)
+        elif self.raw:  # (rich would turn each \r into a new line)
+            typer.echo(f"{stamp}{label} | {text}")
+        else:
+            color = self.colors.setdefault(label, _PALETTE[len(self.colors) % len(_PALETTE)])
+            self.console.print(Text.assemble(stamp, (f"{label} | ", color), text))
 
 
 @app.command()
@@ -1481,9 +1491,7 @@ def delete(
     trainjobs = bool(args) and args[0].lower() in TRAINJOB_WORDS
     if kind is not None or trainjobs:
         args = args[1:]
-    ways = [
-        w for w, given in (("NAME", bool(args)), ("--all", all_jobs), ("-l", selector), ("-f", file)) if given
-    ]
+    ways = [w for w, given in (("NAME", args), ("--all", all_jobs), ("-l", selector), ("-f", file)) if given]
     if len(ways) != 1:
         _fail(
             "say which jobs: NAME..., --all, -l SELECTOR or -f FILE"
@@ -1491,45 +1499,67 @@ def delete(
             EXIT_INVALID,
         )
     backend = _backend(backend_name, kubeconfig, context)
-    targets: list[tuple[str, str, str | None]] = [
-        (n, namespace, kind) for n in args
-    ]  # (name, namespace, kind)
+    targets = [(n, namespace, kind) for n in args]  # (name, namespace, kind)
     if file is not None:
-        for m in _read_manifests(file):
-            raw = m.get("metadata")
-            meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            if not meta.get("name"):
-                _fail(f"{file}: a job without metadata.name cannot be deleted by file", EXIT_INVALID)
-            targets.append(
-                (str(meta["name"]), str(meta.get("namespace") or namespace), _kind_arg(str(m.get("kind"))))
-            )
+        targets += _file_targets(file, namespace)
     elif all_jobs or selector is not None:
-        from trainop.cli.listing import select_jobs
+        targets += _selected_targets(backend, namespace, kind, selector)
+    codes = [
+        _delete_one(backend, name, ns, k, trainjobs, grace_period, wait, ignore_not_found)
+        for name, ns, k in targets
+    ]
+    raise typer.Exit(next((c for c in reversed(codes) if c != EXIT_OK), EXIT_OK))
 
-        chosen = _call(select_jobs, backend, namespace, kind, _selector(selector))
-        targets += [(j.name, j.namespace, j.kind) for j in chosen]
-        if not chosen:
-            typer.echo("No resources found", err=True)
-    code = EXIT_OK
-    for name, ns, k in targets:
-        if k is None and (trainjobs or _find_trainjob(backend, name, ns) is not None):
-            try:
-                _call(backend.delete_trainjob, name, ns, grace=grace_period)
-            except typer.Exit as exc:
-                code = exc.exit_code
-                continue
+
+def _file_targets(file: Path, namespace: str) -> list[tuple[str, str, str | None]]:
+    """(name, namespace, kind) of each job a manifest names."""
+    targets = []
+    for m in _read_manifests(file):
+        meta: dict[str, Any] = m["metadata"] if isinstance(m.get("metadata"), dict) else {}
+        if not meta.get("name"):
+            _fail(f"{file}: a job without metadata.name cannot be deleted by file", EXIT_INVALID)
+        targets.append(
+            (str(meta["name"]), str(meta.get("namespace") or namespace), _kind_arg(str(m.get("kind"))))
+        )
+    return targets
+
+
+def _selected_targets(
+    backend: JobClient, namespace: str, kind: str | None, selector: str | None
+) -> list[tuple[str, str, str | None]]:
+    """(name, namespace, kind) of every job of the namespace (of ``kind``) that ``selector`` matches."""
+    from trainop.cli.listing import select_jobs
+
+    chosen = _call(select_jobs, backend, namespace, kind, _selector(selector))
+    if not chosen:
+        typer.echo("No resources found", err=True)
+    return [(j.name, j.namespace, j.kind) for j in chosen]
+
+
+def _delete_one(
+    backend: JobClient,
+    name: str,
+    namespace: str,
+    kind: str | None,
+    trainjob: bool,
+    grace: float | None,
+    wait: bool,
+    ignore_not_found: bool,
+) -> int:
+    """Delete one job, a TrainJob where no kind is given and ``trainjob`` (the command said so) or one of
+    that name exists; its exit code."""
+    is_trainjob = kind is None and (trainjob or _find_trainjob(backend, name, namespace) is not None)
+    try:
+        if is_trainjob:
+            _call(backend.delete_trainjob, name, namespace, grace=grace)
             typer.echo(f"trainjob.trainer.kubeflow.org/{name} deleted")
-            continue
-        if ignore_not_found and not _exists(backend, name, ns, k):
-            continue
-        try:
-            job = _call(backend.get, name, ns, k)
-            _call(backend.delete, name, ns, wait=wait, grace=grace_period)
-        except typer.Exit as exc:
-            code = exc.exit_code
-            continue
-        typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} deleted")
-    raise typer.Exit(code)
+        elif not ignore_not_found or _exists(backend, name, namespace, kind):
+            job = _call(backend.get, name, namespace, kind)
+            _call(backend.delete, name, namespace, wait=wait, grace=grace)
+            typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} deleted")
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    return EXIT_OK
 
 
 def _exists(backend: JobClient, name: str, namespace: str, kind: str | None) -> bool:
