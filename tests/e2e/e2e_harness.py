@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from trainop.api.common import TrainingJob
-from trainop.backends.base import is_finished
+from trainop.backends.base import JobDetails, is_finished
 from trainop.backends.local import procs
-from trainop.backends.local.api import JobDetails, LocalBackend, replica_label
+from trainop.backends.local.api import LocalBackend, replica_label
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

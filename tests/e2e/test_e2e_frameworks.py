@@ -28,7 +28,8 @@ from e2e_harness import (
     wait_for,
 )
 
-from trainop.backends.local.api import JobDetails, LocalBackend
+from trainop.backends.base import JobDetails
+from trainop.backends.local.api import LocalBackend
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 

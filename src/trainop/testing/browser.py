@@ -151,7 +151,7 @@ def start_ui(*args: str, env: Mapping[str, str] | None = None, timeout: float = 
             proc.stdout.close()
 
 
-def wait_until(check: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.05) -> T:
+def wait_until(check: Callable[[], T | None], what: str, timeout: float = 30.0, interval: float = 0.05) -> T:
     """Poll ``check`` until it returns something truthy (exceptions count as not yet); fail naming
     ``what`` and the last value or error."""
     deadline = time.monotonic() + timeout

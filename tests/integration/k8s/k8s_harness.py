@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lightkube import ApiError, Client
+from lightkube.core.client import LabelSelector
 from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -271,19 +272,20 @@ class Cluster:
         return [(c["type"], c["status"]) for c in (job.get("status") or {}).get("conditions") or []]
 
     # owned objects
-    def list(self, res: Any, job_name: str | None = None) -> list[dict[str, Any]]:
-        labels = {"training.kubeflow.org/job-name": job_name} if job_name else None
+    def owned(self, res: Any, job_name: str | None = None) -> list[dict[str, Any]]:
+        """The objects of kind ``res`` in the namespace (those of the job ``job_name`` if given)."""
+        labels: LabelSelector | None = {"training.kubeflow.org/job-name": job_name} if job_name else None
         items = [dict(o) for o in self.client.list(res, namespace=self.namespace, labels=labels)]
         return sorted(items, key=lambda o: o["metadata"]["name"])
 
     def pods(self, job_name: str) -> list[dict[str, Any]]:
-        return self.list(r.Pod, job_name)
+        return self.owned(r.Pod, job_name)
 
     def live_pods(self, job_name: str) -> list[dict[str, Any]]:
         return [p for p in self.pods(job_name) if not p["metadata"].get("deletionTimestamp")]
 
     def services(self, job_name: str) -> list[dict[str, Any]]:
-        return self.list(r.Service, job_name)
+        return self.owned(r.Service, job_name)
 
     def get(self, res: Any, name: str) -> dict[str, Any] | None:
         try:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from k8s_harness import REPO, Cluster, OperatorProcess, annotate
+from lightkube.core.client import LabelSelector
 from lightkube.types import OnErrorAction, OnErrorResult, PatchType
 
 from trainop.backends.kubernetes import resources as r
@@ -62,7 +63,7 @@ class PodTimeline:
         self._thread.start()
 
     def _run(self, namespace: str, job: str) -> None:
-        labels = {"training.kubeflow.org/job-name": job}
+        labels: LabelSelector = {"training.kubeflow.org/job-name": job}
         # The stream ends with an error when stop() closes the client under it: that is its end. A
         # failure lightkube does not pass to on_error (reconnecting: seen under load, an SSL EOF while
         # connecting) starts the watch again from the last resourceVersion seen: no event is lost.
@@ -290,7 +291,7 @@ def _replace_crds(env: K8sEnv, docs: list[dict[str, Any]]) -> None:
 
 
 def _crd_docs(directory: Path) -> list[dict[str, Any]]:
-    docs = []
+    docs: list[dict[str, Any]] = []
     for path in sorted(directory.glob("kubeflow.org_*.yaml")):
         docs.extend(
             d

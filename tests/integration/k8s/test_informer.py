@@ -8,10 +8,9 @@ import asyncio
 from typing import Any
 
 from k8s_harness import Cluster
-from lightkube.config.kubeconfig import KubeConfig
 
 from trainop.backends.kubernetes import resources as r
-from trainop.backends.kubernetes.client import build_client
+from trainop.backends.kubernetes.client import build_client, load_config
 from trainop.backends.kubernetes.informer import Handlers, Informer
 
 LABEL = "training.kubeflow.org/operator-name"
@@ -42,7 +41,7 @@ def test_list_watch_and_relist(cluster: Cluster) -> None:
         c.create(r.Pod(pod("unrelated", {"app": "other"})))
 
     async def go() -> dict[str, Any]:
-        client = build_client(KubeConfig.from_file(cluster.env.kubeconfig).get(), qps=0, burst=1)
+        client = build_client(load_config(str(cluster.env.kubeconfig)), qps=0, burst=1)
         inf = Informer(client, r.Pod, namespace=ns, labels={LABEL: None}, name="pods")
         seen: list[tuple[str, str]] = []
         inf.add_handlers(
@@ -101,7 +100,7 @@ def test_a_watch_the_server_ends_is_opened_again_from_the_last_version_seen(clus
         return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": ours}}
 
     async def go() -> tuple[list[tuple[str, str]], int, int]:
-        client = build_client(KubeConfig.from_file(cluster.env.kubeconfig).get(), qps=0, burst=1)
+        client = build_client(load_config(str(cluster.env.kubeconfig)), qps=0, burst=1)
         inf = Informer(client, r.ConfigMap, namespace=ns, labels={LABEL: None}, name="configmaps")
         inf.watch_timeout = (1, 1)
         seen: list[tuple[str, str]] = []

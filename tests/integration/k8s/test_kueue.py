@@ -147,7 +147,7 @@ def wait_wl(
     env: K8sEnv, cluster: Cluster, job: dict[str, Any], ctype: str, timeout: float = 90
 ) -> dict[str, Any]:
     return wait_for(
-        lambda: (wl := workload(env, cluster, job)) is not None and wl_condition(wl, ctype) == "True" and wl,
+        lambda: wl if wl_condition(wl := workload(env, cluster, job), ctype) == "True" else None,
         timeout,
         f"Workload of {job['kind']} {job['metadata']['name']}: {ctype}=True",
     )
@@ -218,11 +218,7 @@ def test_kueue_quota_second_job_waits_then_runs(
 
     # The second waits for quota: its Workload is pending, the job suspended, no pod of it exists.
     wl = wait_for(
-        lambda: (
-            (w := workload(env, cluster, second)) is not None
-            and wl_condition(w, "QuotaReserved") == "False"
-            and w
-        ),
+        lambda: w if wl_condition(w := workload(env, cluster, second), "QuotaReserved") == "False" else None,
         60,
         "the second Workload pending for quota",
     )

@@ -91,7 +91,7 @@ def test_pytorchjob_objects(operator: OperatorProcess, cluster: Cluster) -> None
     common = {"MASTER_PORT": "23456", "PET_MASTER_PORT": "23456", "MASTER_ADDR": "pt-master-0",
               "PET_MASTER_ADDR": "pt-master-0", "WORLD_SIZE": "3", "PET_NPROC_PER_NODE": "auto",
               "PET_NNODES": "3", **PY}  # fmt: skip
-    want = {
+    want: dict[str, dict[str, Any]] = {
         "pt-master-0": {
             "labels": labels("pytorchjob-controller", "pt", "master", 0, master=True),
             "ownerReferences": owner(job),
@@ -156,7 +156,7 @@ def test_tfjob_objects(operator: OperatorProcess, cluster: Cluster) -> None:
         view = pod_view(p, "tensorflow")
         view["env"] = {k: json.loads(v) if k == "TF_CONFIG" else v for k, v in view["env"].items()}
         got[p["metadata"]["name"]] = view
-    want = {
+    want: dict[str, dict[str, Any]] = {
         name: {
             "labels": labels("tfjob-controller", "tf", rt, i, master=(name == "tf-worker-0")),
             "ownerReferences": owner(job),
@@ -189,7 +189,7 @@ def test_xgboostjob_objects(operator: OperatorProcess, cluster: Cluster) -> None
     pods = wait_pods(cluster, "xgb", 3)
     common = {"MASTER_PORT": "9999", "MASTER_ADDR": "xgb-master-0", "WORLD_SIZE": "3", "WORKER_PORT": "9999",
               "WORKER_ADDRS": "xgb-worker-0,xgb-worker-1", **PY}  # fmt: skip
-    want = {
+    want: dict[str, dict[str, Any]] = {
         name: {
             "labels": labels("xgboostjob-controller", "xgb", rt, i, master=(rt == "master")),
             "ownerReferences": owner(job),
@@ -212,7 +212,7 @@ def test_paddlejob_objects(operator: OperatorProcess, cluster: Cluster) -> None:
     pods = wait_pods(cluster, "pd", 3)
     common = {"PADDLE_JOB_ID": "pd", "PADDLE_NNODES": "3", **PY}
     pod_ip = {"valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}}
-    want = {
+    want: dict[str, dict[str, Any]] = {
         "pd-master-0": {
             "labels": labels("paddlejob-controller", "pd", "master", 0, master=True),
             "ownerReferences": owner(job),
@@ -244,7 +244,7 @@ def test_paddlejob_objects(operator: OperatorProcess, cluster: Cluster) -> None:
 def test_jaxjob_objects(operator: OperatorProcess, cluster: Cluster) -> None:
     job = cluster.create(jax_job("jx").workers(2).build_dict())
     pods = wait_pods(cluster, "jx", 2)
-    want = {
+    want: dict[str, dict[str, Any]] = {
         f"jx-worker-{i}": {
             "labels": labels("jaxjob-controller", "jx", "worker", i, master=(i == 0)),
             "ownerReferences": owner(job),

@@ -18,38 +18,19 @@ from k8s_harness import REPO, Cluster, names
 from test_failure_policy import _with_defaults, upstream_crds  # noqa: F401  (a fixture, used by name)
 from test_webhook import SELECTOR_LABEL, Webhook, serving_webhook
 
-from trainop.backends.kubernetes import resources as r
 from trainop.testing.testenv import K8sEnv, wait_for
 
-FLAG_SETS = [
-    pytest.param(
-        ["--nnodes", "2", "--nproc-per-node", "2", "-e", "EPOCHS=3", "examples/pytorch/ddp-digits/train.py"],
-        id="the DDP demo's script, torchrun's flags",
+# id → the flags after `trainop run --dry-run`, as typed (no quoting: split at spaces)
+FLAG_SETS: dict[str, str] = {
+    "the DDP demo's script, torchrun's flags": (
+        "--nnodes 2 --nproc-per-node 2 -e EPOCHS=3 examples/pytorch/ddp-digits/train.py"
     ),
-    pytest.param(
-        [
-            "-j",
-            "3x2",
-            "-e",
-            "EPOCHS=3",
-            "--gpu",
-            "1",
-            "--max-restarts",
-            "2",
-            "--image",
-            "example.com/digits:1",
-            "--name",
-            "digits",
-            "--",
-            "python",
-            "train.py",
-            "--lr",
-            "0.1",
-        ],
-        id="every option: -j, env, GPUs, restarts, image, name",
+    "every option: -j, env, GPUs, restarts, image, name": (
+        "-j 3x2 -e EPOCHS=3 --gpu 1 --max-restarts 2 --image example.com/digits:1 --name digits"
+        " -- python train.py --lr 0.1"
     ),
-    pytest.param(["--workers", "1", "--", "python", "-m", "models.mnist"], id="--workers, python -m"),
-]
+    "--workers, python -m": "--workers 1 -- python -m models.mnist",
+}
 
 
 def dry_run(flags: list[str]) -> tuple[str, dict[str, Any]]:
@@ -72,7 +53,7 @@ def webhook(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFactor
         yield wh
 
 
-@pytest.mark.parametrize("flags", FLAG_SETS)
+@pytest.mark.parametrize("flags", [pytest.param(flags.split(), id=i) for i, flags in FLAG_SETS.items()])
 def test_applied_through_the_webhook_stored_as_printed_and_reconciled(
     webhook: Webhook, cluster: Cluster, flags: list[str]
 ) -> None:
@@ -99,7 +80,7 @@ def test_applied_through_the_webhook_stored_as_printed_and_reconciled(
         *(f"{name}-worker-{i}" for i in range(replicas.get("Worker", {}).get("replicas", 0))),
     ]
     wait_for(lambda: names(cluster.pods(name)) == want or None, 60, f"the pods of {name}")
-    wait_for(lambda: names(cluster.list(r.Service, name)) == want or None, 60, f"the Services of {name}")
+    wait_for(lambda: names(cluster.services(name)) == want or None, 60, f"the Services of {name}")
     cluster.wait_condition("PyTorchJob", name, "Created")
     cluster.delete_job("PyTorchJob", name)
 
@@ -111,15 +92,14 @@ def test_upstream_v1_9_crds_accept_it_unchanged(
 ) -> None:
     got: dict[str, Any] = {}
     want: dict[str, Any] = {}
-    for param in FLAG_SETS:
-        flags = list(param.values[0])  # type: ignore[call-overload]
-        printed, doc = dry_run(flags)
+    for ident, flags in FLAG_SETS.items():
+        printed, doc = dry_run(flags.split())
         out = k8s_env.kubectl(
             "create", "--dry-run=server", "-o", "json", "-f", "-", input=printed, namespace=k8s_namespace
         )
         obj = json.loads(out.stdout)
-        got[param.id or ""] = (obj["metadata"]["name"], obj["spec"])
-        want[param.id or ""] = (doc["metadata"]["name"], _with_defaults(doc["spec"]))
+        got[ident] = (obj["metadata"]["name"], obj["spec"])
+        want[ident] = (doc["metadata"]["name"], _with_defaults(doc["spec"]))
     assert got == want
 
 

@@ -177,7 +177,7 @@ def test_jax_runs_to_complete(trainjobs: Cluster) -> None:
 
 
 def test_initializers_before_the_trainer(trainjobs: Cluster, k8s_env: K8sEnv) -> None:
-    steps = []
+    steps: list[dict[str, Any]] = []
     for name in ("dataset-initializer", "model-initializer"):
         steps.append(
             {

@@ -68,7 +68,9 @@ class Terminal:
         self.raw += data
         return bool(data)
 
-    def expect(self, predicate: Callable[[str], Any], what: str, timeout: float = 60.0) -> None:
+    def expect(self, want: str | Callable[[str], Any], what: str, timeout: float = 60.0) -> None:
+        """Read until ``want`` (a text to appear, or a predicate of the text) holds."""
+        predicate = want if callable(want) else lambda text: want in text
         deadline = time.monotonic() + timeout
         while not predicate(self.text):
             if time.monotonic() >= deadline:
@@ -111,7 +113,7 @@ def test_a_progress_bar_updates_in_place_on_a_terminal(home: Path, tmp_path: Pat
     path = write_manifest(tmp_path / "bar.yaml", python_job("bar", script))
     term = Terminal("run", str(path))
     for i in range(4):
-        term.expect(lambda t, i=i: f"master-0 | training [{'#' * i:<3}] {i}/3" in t, f"the bar at {i}/3")
+        term.expect(f"master-0 | training [{'#' * i:<3}] {i}/3", f"the bar at {i}/3")
         (tmp_path / f"step{i}").touch()
     code = term.wait()
     # A line as it stays on screen: what was written after its last \r (rich clears the line there).

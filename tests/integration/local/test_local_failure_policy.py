@@ -74,7 +74,7 @@ def test_ddp_demo_killed_replica_restarts_the_whole_job_and_resumes_from_its_che
     got = {
         "succeeded": condition(done, "Succeeded") is not None,
         "every pod new": not ({p["metadata"]["uid"] for p in backend.pods("kill")} & old_uids),
-        "restarts": restarts.message.split(";")[0] if restarts else None,
+        "restarts": (restarts.message or "").split(";")[0] if restarts else None,
         "because": bool(
             restarts and "pod kill-worker-1 (Worker) exited with code 137" in (restarts.message or "")
         ),

@@ -37,7 +37,7 @@ def scheduling(backend: LocalBackend, job: str, *, whole: bool = True) -> dict[s
     fails the test on a partial start: some pods scheduled while others wait."""
     got: dict[str, tuple[str, str]] = {}
     for p in backend.pods(job):
-        cond = next(
+        cond: dict[str, Any] = next(
             (c for c in p.get("status", {}).get("conditions") or [] if c.get("type") == "PodScheduled"), {}
         )
         got[p["metadata"]["name"].removeprefix(f"{job}-")] = (

@@ -90,8 +90,9 @@ def test_exit_code_137_recreates_the_pod(backend: LocalBackend, tmp_path: Path) 
         [line.text for line in backend.logs("retry", replica="worker-0", previous=previous)]
         for previous in (True, False)
     ]
+    conditions = (done.status.conditions if done.status else None) or []
     got = {
-        "state": [c.type for c in (done.status.conditions if done.status else []) if c.status == "True"][-1],
+        "state": [c.type for c in conditions if c.status == "True"][-1],
         "restarting seen": any(e.reason == "PyTorchJobRestarting" for e in details.events),
         "exit 137 seen": any(
             e.message == "Pod: default.retry-worker-0 exited with code 137" for e in details.events

@@ -79,7 +79,9 @@ class Terminal:
         self.raw += data
         return bool(data)
 
-    def expect(self, predicate: Callable[[str], Any], what: str, timeout: float = 90.0) -> Any:
+    def expect(self, want: str | Callable[[str], Any], what: str, timeout: float = 90.0) -> Any:
+        """Read until ``want`` (a text to appear, or a predicate of the text) holds; what it gave."""
+        predicate = want if callable(want) else lambda text: want in text
         deadline = time.monotonic() + timeout
         while not (found := predicate(self.text)):
             if time.monotonic() >= deadline:
@@ -235,7 +237,11 @@ def test_a_crash_loop_shows_restarts_the_notice_and_the_failure_summary(home: Pa
     term = Terminal("run", str(write_manifest(tmp_path / "crash.yaml", job.build_dict())))
     for n, word in ((1, "restart"), (2, "restarts")):
         line = f"  Master  1/1 Running · {n} {word}"
-        term.expect(lambda _, line=line: line in term.screen(), f"the status line counting {n} {word}")
+
+        def on_screen(_: str, line: str = line) -> bool:
+            return line in term.screen()
+
+        term.expect(on_screen, f"the status line counting {n} {word}")
         (tmp_path / f"seen{n}").touch()
     code = term.wait()
     text = term.text
@@ -330,7 +336,7 @@ def test_a_finished_bar_leaves_no_stale_copy_on_screen(home: Path, tmp_path: Pat
     job = pytorch_job("bar").master(1).command(cmd).build_dict()
     term = Terminal("run", str(write_manifest(tmp_path / "bar.yaml", job)))
     for i, bar in enumerate(BARS):
-        term.expect(lambda t, bar=bar: f"master-0 | epoch 1: {bar}" in t, f"the bar at {i}/4")
+        term.expect(f"master-0 | epoch 1: {bar}", f"the bar at {i}/4")
         (tmp_path / f"step{i}").touch()
     assert term.wait() == 0
     raw = term.raw.decode(errors="replace")

@@ -80,7 +80,7 @@ def test_build_merge_patch(target: dict[str, Any], patch: dict[str, Any], want: 
     assert build_merge_patch(target, patch) == want
 
 
-JOB_JSON = {
+JOB_JSON: dict[str, Any] = {
     "apiVersion": "kubeflow.org/v1",
     "kind": "PyTorchJob",
     "metadata": {"name": "x", "namespace": "ns", "creationTimestamp": "2024-01-02T03:04:05Z"},
