@@ -463,6 +463,58 @@ PATH = "spec.pytorchReplicaSpecs[Worker]"
             ],
             id="secrets and ConfigMaps that only exist on a cluster",
         ),
+        pytest.param(
+            pod(
+                [
+                    {
+                        "name": "c",
+                        "command": ["x"],
+                        "env": [
+                            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeSelector"}}},
+                            {
+                                "name": "B",
+                                "valueFrom": {"resourceFieldRef": {"resource": "limits.nvidia.com/gpu"}},
+                            },
+                            {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "c", "optional": True}}},
+                            {"name": "D", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}},
+                            {"name": "E", "value": "x"},
+                            {"name": "F", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+                        ],
+                        "envFrom": [
+                            {"configMapRef": {"name": "a"}},
+                            {"secretRef": {"name": "b", "optional": True}},
+                        ],
+                    }
+                ],
+            ),
+            pod([{"name": "c", "env": [{}] * 5}]),
+            [
+                FieldError(
+                    f"{PATH}.template.spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
+                    'Unsupported value: "spec.nodeSelector": supported values: "metadata.name", '
+                    '"metadata.namespace", "metadata.uid", "metadata.labels[\'<key>\']", '
+                    '"metadata.annotations[\'<key>\']", "spec.nodeName", "spec.serviceAccountName", '
+                    '"status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs"',
+                ),
+                FieldError(
+                    f"{PATH}.template.spec.containers[0].env[1].valueFrom.resourceFieldRef.resource",
+                    'Unsupported value: "limits.nvidia.com/gpu": supported values: "limits.cpu", '
+                    '"limits.memory", "limits.ephemeral-storage", "requests.cpu", "requests.memory", '
+                    '"requests.ephemeral-storage"',
+                ),
+                FieldError(
+                    f"{PATH}.template.spec.containers[0].env[3].valueFrom.configMapKeyRef",
+                    "Forbidden: the local backend has no ConfigMaps or Secrets to read; put the value in "
+                    "env[].value (or mark the reference optional: true)",
+                ),
+                FieldError(
+                    f"{PATH}.template.spec.containers[0].envFrom[0]",
+                    "Forbidden: the local backend has no ConfigMaps or Secrets to read; list the variables "
+                    "under env",
+                ),
+            ],
+            id="env the local backend cannot resolve; entries past the template's (the operator's) unchecked",
+        ),
     ],
 )
 def test_detect_pod_errors(

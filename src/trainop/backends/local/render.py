@@ -572,38 +572,61 @@ def build_pod_processes(pod: Mapping[str, Any], ctx: LocalContext, template_init
 # What the local backend cannot run, reported against the user's manifest.
 
 
+_NO_CONFIGMAPS = "Forbidden: the local backend has no ConfigMaps or Secrets to read; "
+_RESOURCE_FIELDS = [
+    f"{s}.{r}" for s in ("limits", "requests") for r in ("cpu", "memory", "ephemeral-storage")
+]
+
+
+def _field_ref_error(path: str, ref: Mapping[str, Any]) -> FieldError | None:
+    fp = str(ref.get("fieldPath", ""))
+    if _field_ref(fp, {"metadata": {}}, LocalContext({}, "/", "")) is None:
+        return not_supported(f"{path}.fieldPath", fp, _FIELD_REFS)
+    return None
+
+
+def _resource_ref_error(path: str, ref: Mapping[str, Any]) -> FieldError | None:
+    res = str(ref.get("resource", ""))
+    if _resource_value({}, res, None, LocalContext({}, "/", "", 1, 1, 1)) is None:
+        return not_supported(f"{path}.resource", res, _RESOURCE_FIELDS)
+    return None
+
+
+def _key_ref_error(path: str, ref: Mapping[str, Any]) -> FieldError | None:
+    if ref.get("optional"):
+        return None
+    return FieldError(
+        path, _NO_CONFIGMAPS + "put the value in env[].value (or mark the reference optional: true)"
+    )
+
+
+# env[].valueFrom's sources in the order they are looked for, each with why the local backend cannot
+# resolve it (None: it can).
+_VALUE_FROM_ERRORS: dict[str, Callable[[str, Mapping[str, Any]], FieldError | None]] = {
+    "fieldRef": _field_ref_error,
+    "resourceFieldRef": _resource_ref_error,
+    "configMapKeyRef": _key_ref_error,
+    "secretKeyRef": _key_ref_error,
+}
+
+
+def _value_from_error(path: str, vf: Mapping[str, Any]) -> FieldError | None:
+    for key, error in _VALUE_FROM_ERRORS.items():  # the first source found decides
+        if isinstance(vf.get(key), dict):
+            return error(f"{path}.{key}", vf[key])
+    return None
+
+
 def _env_errors(path: str, container: Mapping[str, Any], limit: int) -> Iterable[FieldError]:
+    """The user's env entries (the first ``limit``) whose valueFrom the local backend cannot resolve;
+    the envFrom sources it cannot read."""
     for j, entry in enumerate((container.get("env") or [])[:limit]):
         vf = entry.get("valueFrom") if isinstance(entry, dict) else None
-        if not isinstance(vf, dict):
-            continue
-        epath = f"{path}.env[{j}].valueFrom"
-        if isinstance(vf.get("fieldRef"), dict):
-            fp = str(vf["fieldRef"].get("fieldPath", ""))
-            if _field_ref(fp, {"metadata": {}}, LocalContext({}, "/", "")) is None:
-                yield not_supported(f"{epath}.fieldRef.fieldPath", fp, _FIELD_REFS)
-        elif isinstance(vf.get("resourceFieldRef"), dict):
-            res = str(vf["resourceFieldRef"].get("resource", ""))
-            if _resource_value({}, res, None, LocalContext({}, "/", "", 1, 1, 1)) is None:
-                supported = [
-                    f"{s}.{r}" for s in ("limits", "requests") for r in ("cpu", "memory", "ephemeral-storage")
-                ]
-                yield not_supported(f"{epath}.resourceFieldRef.resource", res, supported)
-        else:
-            ref = next((k for k in ("configMapKeyRef", "secretKeyRef") if isinstance(vf.get(k), dict)), None)
-            if ref is not None and not vf[ref].get("optional"):
-                yield FieldError(
-                    f"{epath}.{ref}",
-                    "Forbidden: the local backend has no ConfigMaps or Secrets to read; "
-                    "put the value in env[].value (or mark the reference optional: true)",
-                )
+        if isinstance(vf, dict) and (err := _value_from_error(f"{path}.env[{j}].valueFrom", vf)):
+            yield err
     for j, src in enumerate(container.get("envFrom") or []):
         if isinstance(src, dict) and not any(isinstance(v, dict) and v.get("optional") for v in src.values()):
-            yield FieldError(
-                f"{path}.envFrom[{j}]",
-                "Forbidden: the local backend has no ConfigMaps or Secrets to read; list the variables "
-                "under env",
-            )
+            yield FieldError(f"{path}.envFrom[{j}]", _NO_CONFIGMAPS + "list the variables under env")
 
 
 def detect_pod_errors(
