@@ -573,3 +573,51 @@ def test_a_gate_keeps_pods_pending_until_it_admits_them(rig: Rig) -> None:
         "worker": scheduled(rig, "a-worker-0"),
     }
     assert got == {"started": 2, "master": admitted, "worker": admitted}
+
+
+# ---- volumes and conditions --------------------------------------------------------------------
+
+
+def conditions(rig: Rig) -> dict[str, tuple[str, str | None, str | None]]:
+    return {c["type"]: (c["status"], c.get("reason"), c.get("message")) for c in rig.status()["conditions"]}
+
+
+def test_conditions_follow_the_init_then_the_app_containers(rig: Rig) -> None:
+    rig.start(job("Never").init_container("Master", name="setup", image="busybox", command=["prep"]))
+    unready = ("False", "ContainersNotReady", "containers with unready status: [pytorch]")
+    assert conditions(rig) == {
+        "PodScheduled": ("True", None, None),
+        "Initialized": ("False", "ContainersNotInitialized", "containers with incomplete status: [setup]"),
+        "ContainersReady": unready,
+        "Ready": unready,
+    }
+    rig.crash(0)
+    rig.runner.tick()
+    ready = ("True", None, None)
+    assert conditions(rig) == {
+        "PodScheduled": ready,
+        "Initialized": ready,
+        "ContainersReady": ready,
+        "Ready": ready,
+    }
+    rig.crash(0)
+    assert (rig.status()["phase"], conditions(rig)["Ready"]) == ("Succeeded", unready)
+
+
+def test_volumes_get_their_directories_and_a_missing_configmap_keeps_the_pod_pending(rig: Rig) -> None:
+    volumes = [
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "store"}},
+        {"name": "maybe", "configMap": {"name": "absent", "optional": True}},
+        {"name": "host", "hostPath": {"path": str(rig.paths.home / "elsewhere")}},
+        {"name": "cfg", "configMap": {"name": "absent"}},
+    ]
+    rig.start(job("Never").template(lambda t: t.setdefault("spec", {}).update(volumes=volumes)))
+    status = rig.status()
+    assert (status["phase"], status.get("message"), rig.host.started) == (
+        "Pending",
+        'MountVolume.SetUp failed for volume "cfg": configmap "absent" not found',
+        [],
+    )
+    made = [rig.paths.pod_volume("default", "a", POD, v).is_dir() for v in ("scratch", "maybe", "host")]
+    assert (made, rig.paths.claim_dir("default", "a", "store").is_dir()) == ([True, True, False], True)

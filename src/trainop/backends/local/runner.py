@@ -477,40 +477,10 @@ class PodRunner:
         """Materialise volumes and build the process specs; False while a ConfigMap is missing."""
         volume_dirs: dict[str, str] = {}
         for vol in (pod.obj.get("spec") or {}).get("volumes") or []:
-            if not isinstance(vol, dict):
-                continue
-            vname = str(vol.get("name", ""))
-            target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, vname)
-            if isinstance(vol.get("hostPath"), dict):
-                volume_dirs[vname] = str(vol["hostPath"].get("path", ""))
-            elif isinstance(vol.get("persistentVolumeClaim"), dict):
-                # One directory per claim, shared by every replica of the job (train()'s storage).
-                claim = str(vol["persistentVolumeClaim"].get("claimName", ""))
-                claim_dir = self.paths.claim_dir(self.job.namespace, self.job.name, claim)
-                claim_dir.mkdir(parents=True, exist_ok=True)
-                volume_dirs[vname] = str(claim_dir)
-            elif isinstance(vol.get("configMap"), dict):
-                cm_name = str(vol["configMap"].get("name", ""))
-                cms = [
-                    o
-                    for o in self.store.list_objects(self.job.uid, "ConfigMap")
-                    if o["metadata"]["name"] == cm_name
-                ]
-                if not cms:
-                    if vol["configMap"].get("optional"):
-                        target.mkdir(parents=True, exist_ok=True)
-                        volume_dirs[vname] = str(target)
-                        continue
-                    msg = f'MountVolume.SetUp failed for volume "{vname}": configmap "{cm_name}" not found'
-                    if pod.pending_message != msg:
-                        pod.pending_message = msg
-                        self.changed = True
+            if isinstance(vol, dict):
+                if (vdir := self._volume_dir(pod, vol)) is None:
                     return False
-                self._write_configmap_volume(pod, vol, cms[0])
-                volume_dirs[vname] = str(target)
-            else:  # emptyDir (anything else was rejected at submit)
-                target.mkdir(parents=True, exist_ok=True)
-                volume_dirs[vname] = str(target)
+                volume_dirs[str(vol.get("name", ""))] = vdir
         ctx = dataclasses.replace(
             self.context, volume_dirs=volume_dirs, gpus=pod.gpus, machine_has_gpus=bool(self.gpu_inventory)
         )
@@ -535,6 +505,37 @@ class PodRunner:
         pod.pending_message = ""
         self.changed = True
         return True
+
+    def _volume_dir(self, pod: PodRun, vol: dict[str, Any]) -> str | None:
+        """The directory that serves volume ``vol`` to ``pod``, made ready: the host's path, the job's
+        directory of a claim, or the pod's own (a ConfigMap's files written in it); None while its
+        ConfigMap is missing, which becomes the pod's pending message."""
+        vname = str(vol.get("name", ""))
+        target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, vname)
+        cm = vol.get("configMap")
+        if isinstance(vol.get("hostPath"), dict):
+            return str(vol["hostPath"].get("path", ""))
+        if isinstance(vol.get("persistentVolumeClaim"), dict):
+            # One directory per claim, shared by every replica of the job (train()'s storage).
+            claim = str(vol["persistentVolumeClaim"].get("claimName", ""))
+            target = self.paths.claim_dir(self.job.namespace, self.job.name, claim)
+        elif isinstance(cm, dict):
+            cm_name = str(cm.get("name", ""))
+            cms = [
+                o
+                for o in self.store.list_objects(self.job.uid, "ConfigMap")
+                if o["metadata"]["name"] == cm_name
+            ]
+            if cms:
+                self._write_configmap_volume(pod, vol, cms[0])
+            elif not cm.get("optional"):
+                msg = f'MountVolume.SetUp failed for volume "{vname}": configmap "{cm_name}" not found'
+                if pod.pending_message != msg:
+                    pod.pending_message = msg
+                    self.changed = True
+                return None
+        target.mkdir(parents=True, exist_ok=True)  # (and an emptyDir's: other sources were refused at submit)
+        return str(target)
 
     def _write_configmap_volume(self, pod: PodRun, vol: dict[str, Any], cm: dict[str, Any]) -> None:
         target = self.paths.pod_volume(self.job.namespace, self.job.name, pod.name, str(vol.get("name", "")))
@@ -809,51 +810,47 @@ class PodRunner:
 
     def _status(self, pod: PodRun) -> dict[str, Any]:
         phase = compute_phase(pod)
-        status: dict[str, Any] = {"phase": phase}
         if not pod.scheduled:
             # Just created: no condition yet. Refused for lack of GPUs: say so, as the scheduler does.
-            status["conditions"] = (
-                [self._condition(pod, "PodScheduled", "False", "Unschedulable", pod.unschedulable)]
-                if pod.unschedulable
-                else []
-            )
-            return status
-        incomplete_init = [c.spec.container for c in pod.inits if not c.done_ok]
-        unready = [c.spec.container for c in pod.mains if not c.running]
-        conds = [
-            self._condition(pod, "PodScheduled", "True"),
-            self._condition(
-                pod,
-                "Initialized",
-                "False" if incomplete_init else "True",
-                "ContainersNotInitialized" if incomplete_init else "",
-                f"containers with incomplete status: [{' '.join(incomplete_init)}]"
-                if incomplete_init
-                else "",
-            ),
-        ]
-        for ctype in ("ContainersReady", "Ready"):
-            conds.append(
-                self._condition(
-                    pod,
-                    ctype,
-                    "False" if unready or not pod.mains else "True",
-                    "ContainersNotReady" if unready else ("PodCompleted" if phase == "Succeeded" else ""),
-                    f"containers with unready status: [{' '.join(unready)}]" if unready else "",
-                )
-            )
-        status["conditions"] = conds
-        status["hostIP"] = POD_IP
-        status["podIP"] = POD_IP
-        status["podIPs"] = [{"ip": POD_IP}]
-        status["startTime"] = rfc3339(pod.start_time or pod.created_at)
+            unschedulable = ("PodScheduled", "False", "Unschedulable", pod.unschedulable)
+            return {
+                "phase": phase,
+                "conditions": [self._condition(pod, *unschedulable)] if pod.unschedulable else [],
+            }
+        status: dict[str, Any] = {
+            "phase": phase,
+            "conditions": self._conditions(pod, phase),
+            "hostIP": POD_IP,
+            "podIP": POD_IP,
+            "podIPs": [{"ip": POD_IP}],
+            "startTime": rfc3339(pod.start_time or pod.created_at),
+        }
         if pod.pending_message:
             status["message"] = pod.pending_message
         if pod.inits:
             status["initContainerStatuses"] = [_container_status(c) for c in pod.inits]
-        status["containerStatuses"] = [_container_status(c) for c in pod.mains] if pod.mains else []
+        status["containerStatuses"] = [_container_status(c) for c in pod.mains]
         status["qosClass"] = "BestEffort"
         return status
+
+    def _conditions(self, pod: PodRun, phase: str) -> list[dict[str, Any]]:
+        """A scheduled pod's conditions: PodScheduled, Initialized, ContainersReady and Ready."""
+        incomplete = " ".join(c.spec.container for c in pod.inits if not c.done_ok)
+        unready = " ".join(c.spec.container for c in pod.mains if not c.running)
+        initialized = (
+            "False",
+            "ContainersNotInitialized",
+            f"containers with incomplete status: [{incomplete}]",
+        )
+        if unready:
+            ready = ("False", "ContainersNotReady", f"containers with unready status: [{unready}]")
+        else:
+            ready = ("False" if not pod.mains else "True", "PodCompleted" if phase == "Succeeded" else "", "")
+        return [
+            self._condition(pod, "PodScheduled", "True"),
+            self._condition(pod, "Initialized", *(initialized if incomplete else ("True", "", ""))),
+            *(self._condition(pod, ctype, *ready) for ctype in ("ContainersReady", "Ready")),
+        ]
 
 
 def _container_status(c: ContainerRun) -> dict[str, Any]:
