@@ -16,6 +16,8 @@
 #   hack/testenv/build.sh --print-kueue-dir   Kueue's directory: bin/kueue and config/ (its CRDs and
 #                                             webhook manifests, copied from the module)
 #   hack/testenv/build.sh --print-helm    the path of the helm binary (whether or not it is built)
+#   hack/testenv/build.sh --print-trainer-dir  kubeflow/trainer's manifests (its CRDs, runtimes and
+#                                         example TrainJobs, copied from the Go module; nothing built)
 set -euo pipefail
 
 # Everything is in main() so bash has parsed the whole file before running it: editing or
@@ -44,7 +46,10 @@ main() {
   KUEUE_DIR="$CACHE_ROOT/kueue-${KUEUE_VERSION}"
   KUEUE_CONFIG="$KUEUE_DIR/config"  # config/components/{crd/bases,webhook} of the module
   HELM_BIN_DIR="$CACHE_ROOT/helm-${HELM_VERSION}/bin"
-  ALL_BINS=("${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds kueue kueue-config helm)
+  # Kubeflow Trainer's own CRDs, runtimes and examples (the drop-in tests of TrainJob): files only,
+  # copied from the module the Go module proxy serves; a download, not a build (seconds).
+  TRAINER_DIR="$CACHE_ROOT/kubeflow-trainer-${KUBEFLOW_TRAINER_VERSION}"
+  ALL_BINS=(trainer-manifests "${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds kueue kueue-config helm)
   # Build-time records: <label> <seconds> <epoch when done>, one file per cache key; the table
   # reports a label as built by this run when its record is newer than the run's start.
   RUN_START_FILE="$CACHE_ROOT/.last-run-start"
@@ -61,6 +66,7 @@ main() {
         kueue) [[ -x "$KUEUE_DIR/bin/kueue" ]] || echo "$b" ;;
         kueue-config) [[ -d "$KUEUE_CONFIG" ]] || echo "$b" ;;
         helm) [[ -x "$HELM_BIN_DIR/helm" ]] || echo "$b" ;;
+        trainer-manifests) [[ -d "$TRAINER_DIR/crds" ]] || echo "$b" ;;
         *) [[ -x "$BIN_DIR/$b" ]] || echo "$b" ;;
       esac
     done
@@ -99,6 +105,7 @@ main() {
     --print-sp-bin-dir) echo "$SP_BIN_DIR"; exit 0 ;;
     --print-kueue-dir) echo "$KUEUE_DIR"; exit 0 ;;
     --print-helm) echo "$HELM_BIN_DIR/helm"; exit 0 ;;
+    --print-trainer-dir) echo "$TRAINER_DIR"; exit 0 ;;
     --check) [[ -z "$(missing "${ALL_BINS[@]}")" ]]; exit $? ;;
     --background)
       mkdir -p "$KEY_DIR"
@@ -115,7 +122,7 @@ main() {
       # test runs the k8s tests that need only these meanwhile. Fails if no build is running and one
       # is still missing.
       mkdir -p "$KEY_DIR"
-      CP_BINS=("${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds)
+      CP_BINS=(trainer-manifests "${K8S_BINS[@]}" etcd kwok "${SP_BINS[@]}" sp-crds)
       while [[ -n "$(missing "${CP_BINS[@]}")" ]]; do
         if flock -n "$KEY_DIR/.lock" true && [[ -n "$(missing "${CP_BINS[@]}")" ]]; then
           say "no build is running and the control plane lacks: $(missing "${CP_BINS[@]}" | tr '\n' ' ')"
@@ -142,7 +149,7 @@ main() {
       table "$(cat "$RUN_START_FILE" 2>/dev/null || echo 0)"
       exit 0 ;;
     "") ;;
-    *) echo "usage: $0 [--background|--wait|--wait-control-plane|--check|--print-bin-dir|--print-sp-bin-dir|--print-kueue-dir|--print-helm]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--background|--wait|--wait-control-plane|--check|--print-bin-dir|--print-sp-bin-dir|--print-kueue-dir|--print-helm|--print-trainer-dir]" >&2; exit 2 ;;
   esac
 
   command -v go >/dev/null || { echo "testenv: Go (>= 1.24) is needed to build the test control plane" >&2; exit 1; }
@@ -227,6 +234,19 @@ main() {
 
   T0=$(date +%s)
   say "cache: $BIN_DIR"
+
+  if [[ -n "$(missing trainer-manifests)" ]]; then
+    # First, as it takes seconds: the k8s tier's TrainJob tests install upstream's own CRDs. The module
+    # zip is checked against the checksum database by `go mod download`; only the YAML is kept.
+    trainer_src="$(cd "$KEY_DIR" && go mod download -json "github.com/kubeflow/trainer/v2@$KUBEFLOW_TRAINER_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+    [[ -d "$trainer_src/manifests/base/crds" ]] || { say "trainer: no manifests/base/crds in $trainer_src"; exit 1; }
+    rm -rf "$TRAINER_DIR.tmp" && mkdir -p "$TRAINER_DIR.tmp/crds" "$TRAINER_DIR.tmp/examples"
+    cp "$trainer_src"/manifests/base/crds/trainer.kubeflow.org_*.yaml "$TRAINER_DIR.tmp/crds/"
+    cp -r "$trainer_src/manifests/base/runtimes" "$TRAINER_DIR.tmp/runtimes"
+    cp "$trainer_src"/examples/yaml/*.yaml "$TRAINER_DIR.tmp/examples/"
+    chmod -R u+w "$TRAINER_DIR.tmp" && mv "$TRAINER_DIR.tmp" "$TRAINER_DIR"
+    say "kubeflow trainer manifests: $TRAINER_DIR"
+  fi
 
   if [[ -n "$(missing "${K8S_BINS[@]}")" ]]; then
     check_pin kubernetes k8s.io/kubernetes "$KUBERNETES_VERSION"

@@ -50,7 +50,9 @@ def fill(cache: Path) -> dict[str, Path]:
         f.chmod(0o755)
     (sp / "crds").mkdir()
     (kueue / "config").mkdir()
-    return {"key": key, "sp": sp, "kueue": kueue, "helm": helm}
+    trainer = cache / f"kubeflow-trainer-{v['KUBEFLOW_TRAINER_VERSION']}"
+    (trainer / "crds").mkdir(parents=True)
+    return {"key": key, "sp": sp, "kueue": kueue, "helm": helm, "trainer": trainer}
 
 
 def test_print_flags_name_each_cache_key(tmp_path: Path) -> None:
@@ -59,6 +61,9 @@ def test_print_flags_name_each_cache_key(tmp_path: Path) -> None:
         tmp_path / f"helm-{v['HELM_VERSION']}/bin/helm"
     )
     assert run(tmp_path, "--print-kueue-dir").stdout.strip() == str(tmp_path / f"kueue-{v['KUEUE_VERSION']}")
+    assert run(tmp_path, "--print-trainer-dir").stdout.strip() == str(
+        tmp_path / f"kubeflow-trainer-{v['KUBEFLOW_TRAINER_VERSION']}"
+    )
     assert run(tmp_path, "--check").returncode == 1
 
 
@@ -102,3 +107,8 @@ def test_wait_control_plane_returns_once_it_is_built_and_fails_without_a_build(t
     res = run(tmp_path, "--wait-control-plane")  # nothing holds the build lock: no build will bring it
     assert res.returncode == 1
     assert "no build is running and the control plane lacks: kwok" in res.stdout
+    (dirs["key"] / "bin" / "kwok").write_text("")
+    (dirs["key"] / "bin" / "kwok").chmod(0o755)
+    (dirs["trainer"] / "crds").rmdir()  # the TrainJob drop-in tests of the k8s tier read upstream's CRDs
+    res = run(tmp_path, "--wait-control-plane")
+    assert "no build is running and the control plane lacks: trainer-manifests" in res.stdout

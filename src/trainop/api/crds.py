@@ -203,6 +203,9 @@ _TRAINER_EXTRAS: dict[str, dict[str, Any]] = {
     "spec.podGroupPolicy.coscheduling.scheduleTimeoutSeconds": {"default": 60},
     # JobSet fields the models do not list (startupPolicy, volumeClaimPolicies …) are kept.
     "spec.template.spec": {"x-kubernetes-preserve-unknown-fields": True},
+    # JobSet's own schema defaults (jobset_types.go markers), which upstream's CRDs carry too.
+    "spec.template.spec.replicatedJobs[].groupName": {"default": "default"},
+    "spec.template.spec.replicatedJobs[].replicas": {"default": 1},
 }
 _TRAINER_REQUIRED = {
     "spec": ["runtimeRef"],

@@ -51,6 +51,7 @@ __all__ = [
     "ControlPlane",
     "K8sEnv",
     "find_bin_dir",
+    "find_trainer_dir",
     "free_port",
     "issue_cert",
     "k8s_env",
@@ -170,6 +171,23 @@ def find_scheduler_plugins_dir() -> Path:
     assert testenv_dir is not None
     version = _read_versions(testenv_dir)["SCHEDULER_PLUGINS_VERSION"]
     return bin_dir.parent.parent / f"scheduler-plugins-{version}"
+
+
+def find_trainer_dir() -> Path:
+    """Kubeflow Trainer's own manifests, copied by build.sh from its Go module: ``crds/`` (the three
+    trainer.kubeflow.org CRDs), ``runtimes/`` (manifests/base/runtimes) and ``examples/``
+    (examples/yaml). Keyed by KUBEFLOW_TRAINER_VERSION; raises BuildMissingError if not fetched."""
+    testenv_dir = _repo_testenv_dir()
+    assert testenv_dir is not None
+    version = _read_versions(testenv_dir)["KUBEFLOW_TRAINER_VERSION"]
+    trainer_dir = find_bin_dir().parent.parent / f"kubeflow-trainer-{version}"
+    if not list((trainer_dir / "crds").glob("trainer.kubeflow.org_*.yaml")):
+        raise BuildMissingError(
+            f"Kubeflow Trainer {version}'s manifests are missing in {trainer_dir}. Fetch them with "
+            f"`{BUILD_COMMAND}` at the repository root (a few seconds: `go mod download` of "
+            f"github.com/kubeflow/trainer/v2@{version}, then offline)."
+        )
+    return trainer_dir
 
 
 def _check_scheduler_plugins(sp_dir: Path) -> None:

@@ -54,6 +54,9 @@ def test_shipped_runtimes_apply_unchanged(k8s_env: K8sEnv, trainer_crds: None) -
                 "sshAuthMountPath",
                 "runLauncherAsNode",
             }
+        for job in want["template"]["spec"]["replicatedJobs"]:  # JobSet's schema defaults, as upstream's CRD
+            job.setdefault("groupName", "default")
+            job.setdefault("replicas", 1)
         assert got["spec"] == want, path.name
 
 
