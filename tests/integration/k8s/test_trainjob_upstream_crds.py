@@ -9,6 +9,7 @@ Its own control plane because CRDs are cluster-wide: the session's has trainop's
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 import re
@@ -63,7 +64,7 @@ def upstream_env(upstream: Path) -> Iterator[K8sEnv]:
         for crd in sorted((upstream / "crds").glob("*.yaml")):
             env.kubectl("apply", "--server-side", "-f", str(crd), timeout=120)
         for crd in (*TRAINER_CRDS, *V1_CRDS):  # (kubectl wait errs on a CRD whose status is not yet written)
-            wait_for(lambda crd=crd: established(env, crd), 60, f"{crd} Established")
+            wait_for(functools.partial(established, env, crd), 60, f"{crd} Established")
         # Upstream's own ClusterTrainingRuntimes (torch, deepspeed, jax, xgboost, mlx, torchtune, ...).
         for path in sorted((upstream / "runtimes").rglob("*.yaml")):
             if path.name != "kustomization.yaml":
