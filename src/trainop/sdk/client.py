@@ -1042,47 +1042,25 @@ def build_create_request(
     fails here with field paths (InvalidJobError) before anything reaches a backend.
     """
     if job is not None:
-        given = {
-            "name": name,
-            "job_kind": job_kind,
-            "base_image": base_image,
-            "train_func": train_func,
-            "parameters": parameters,
-            "num_procs_per_worker": num_procs_per_worker,
-            "resources_per_worker": resources_per_worker,
-            "num_chief_replicas": num_chief_replicas,
-            "num_ps_replicas": num_ps_replicas,
-            "packages_to_install": packages_to_install,
-            "env_vars": env_vars,
-            "volumes": volumes,
-            "volume_mounts": volume_mounts,
-        }
-        for key, value in given.items():
-            if value is not None:
-                raise ValueError(
-                    "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. "
-                    f"Argument `{key}` must be None."
-                )
-        obj = build_job_dict(job)
-        kind = _checked_kind(obj.get("kind"))
-        meta = obj.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise api_errors.InvalidJobError([FieldError("metadata", "must be a mapping")], kind=kind)
-        meta["namespace"] = namespace or meta.get("namespace") or default_namespace
-        _merge(meta, "labels", labels)
-        _merge(meta, "annotations", annotations)
-        isolated_env = False
+        _refuse_with_job(
+            name=name,
+            job_kind=job_kind,
+            base_image=base_image,
+            train_func=train_func,
+            parameters=parameters,
+            num_procs_per_worker=num_procs_per_worker,
+            resources_per_worker=resources_per_worker,
+            num_chief_replicas=num_chief_replicas,
+            num_ps_replicas=num_ps_replicas,
+            packages_to_install=packages_to_install,
+            env_vars=env_vars,
+            volumes=volumes,
+            volume_mounts=volume_mounts,
+        )
+        obj, isolated_env = _given_job(job, namespace or None, default_namespace, labels, annotations), False
     elif train_func is not None or base_image is not None:
         kind = _checked_kind(job_kind or default_kind)
-        if not name:
-            raise ValueError("Job name must be set to configure Job from function or image")
-        if num_workers is None or num_workers < 1:
-            raise ValueError(f"At least one Worker for {kind} must be set")
-        if len(volumes or []) != len(volume_mounts or []):
-            raise ValueError(
-                "Volumes and VolumeMounts must be the same length: "
-                f"{len(volumes or [])} vs. {len(volume_mounts or [])}"
-            )
+        _check_function_args(kind, name, num_workers, len(volumes or []), len(volume_mounts or []))
         script = None
         if train_func is not None:
             script = build_func_script(
@@ -1104,7 +1082,7 @@ def build_create_request(
         )
         obj = build_func_job(
             kind=kind,
-            name=name,
+            name=str(name),
             namespace=namespace or default_namespace,
             template=template,
             num_workers=num_workers,
@@ -1124,6 +1102,48 @@ def build_create_request(
         _merge(obj["metadata"], "labels", {constants.LOCAL_QUEUE_LABEL: queue_name})
     parse_job(obj)
     return obj, isolated_env
+
+
+def _refuse_with_job(**given: Any) -> None:
+    """§7.3: with ``job`` only ``namespace``, ``labels`` and ``annotations`` may be set."""
+    for key, value in given.items():
+        if value is not None:
+            raise ValueError(
+                "If `job` is set only `namespace`, `labels`, and `annotations` arguments are allowed. "
+                f"Argument `{key}` must be None."
+            )
+
+
+def _given_job(
+    job: Any,
+    namespace: str | None,
+    default_namespace: str,
+    labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The user's job as JSON, in ``namespace`` (else its own, else the client's), with ``labels`` and
+    ``annotations`` added."""
+    obj = build_job_dict(job)
+    kind = _checked_kind(obj.get("kind"))
+    meta = obj.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise api_errors.InvalidJobError([FieldError("metadata", "must be a mapping")], kind=kind)
+    meta["namespace"] = namespace or meta.get("namespace") or default_namespace
+    _merge(meta, "labels", labels)
+    _merge(meta, "annotations", annotations)
+    return obj
+
+
+def _check_function_args(
+    kind: str, name: str | None, num_workers: int | None, volumes: int, mounts: int
+) -> None:
+    """§7.3's rules for a job built from a function or an image, in upstream's words."""
+    if not name:
+        raise ValueError("Job name must be set to configure Job from function or image")
+    if num_workers is None or num_workers < 1:
+        raise ValueError(f"At least one Worker for {kind} must be set")
+    if volumes != mounts:
+        raise ValueError(f"Volumes and VolumeMounts must be the same length: {volumes} vs. {mounts}")
 
 
 def build_job_dict(job: Any) -> dict[str, Any]:

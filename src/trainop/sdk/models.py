@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Iterator, Mapping
 from datetime import date, datetime
-from functools import cache
+from functools import cache, partial
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -1058,6 +1058,27 @@ def _parse_datetime(value: Any) -> Any:
         return value
 
 
+def _as(klass: type, data: Any) -> Any:
+    try:
+        return klass(data)
+    except (TypeError, ValueError):
+        return data
+
+
+def _parse_date(value: Any) -> Any:
+    parsed = _parse_datetime(value)
+    return parsed.date() if isinstance(parsed, datetime) else parsed
+
+
+# How a JSON value becomes each leaf type (a value that does not fit is kept as it is).
+_LEAVES: dict[Any, Any] = {
+    object: lambda data: data,
+    **{t: partial(_as, t) for t in (int, float, str, bool)},
+    datetime: _parse_datetime,
+    date: _parse_date,
+}
+
+
 def build_model(data: Any, klass: Any) -> Any:
     """Kubernetes JSON → ``klass`` (a type name such as ``"V1Pod"``, ``"list[V1EnvVar]"``, or a class).
 
@@ -1067,30 +1088,26 @@ def build_model(data: Any, klass: Any) -> Any:
     if data is None:
         return None
     if isinstance(klass, str):
-        if klass.startswith("list["):
-            sub = klass[5:-1]
-            return [build_model(d, sub) for d in data] if isinstance(data, list) else data
-        if klass.startswith("dict("):
-            match = re.match(r"dict\(([^,]*), (.*)\)", klass)
-            sub = match.group(2) if match else "object"
-            return {k: build_model(v, sub) for k, v in data.items()} if isinstance(data, Mapping) else data
+        if klass.startswith(("list[", "dict(")):
+            return _build_collection(data, klass)
         klass = _resolve(klass)
-    if klass is object:
-        return data
-    if klass in (int, float, str, bool):
-        try:
-            return klass(data)
-        except (TypeError, ValueError):
-            return data
-    if klass is datetime:
-        return _parse_datetime(data)
-    if klass is date:
-        parsed = _parse_datetime(data)
-        return parsed.date() if isinstance(parsed, datetime) else parsed
-    if not isinstance(data, Mapping):
-        return data
-    if klass is None:
-        return KubeObject(data)
+    if klass in _LEAVES:
+        return _LEAVES[klass](data)
+    return _build_object(data, klass) if isinstance(data, Mapping) else data
+
+
+def _build_collection(data: Any, klass: str) -> Any:
+    """``list[T]`` or ``dict(str, T)``: each item built as ``T``."""
+    if klass.startswith("list["):
+        return [build_model(d, klass[5:-1]) for d in data] if isinstance(data, list) else data
+    match = re.match(r"dict\(([^,]*), (.*)\)", klass)
+    sub = match.group(2) if match else "object"
+    return {k: build_model(v, sub) for k, v in data.items()} if isinstance(data, Mapping) else data
+
+
+def _build_object(data: Mapping[str, Any], klass: Any) -> Any:
+    """A model class (upstream's, by its ``openapi_types``; or pydantic's) from an object's JSON;
+    without a class, a ``KubeObject`` view."""
     types = getattr(klass, "openapi_types", None)
     amap = getattr(klass, "attribute_map", None)
     if isinstance(types, Mapping) and isinstance(amap, Mapping):
