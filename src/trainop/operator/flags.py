@@ -63,6 +63,10 @@ class OperatorConfig:
     gang_scheduler_name: str = ""  # §5: "" = no gang scheduling
     # False: another party (cert-manager) writes the certificate into --cert-dir and injects the caBundle.
     manage_webhook_cert: bool = True
+    # Trainer v2's progress contract on the webhook's HTTPS server, and its env and volume in every
+    # job's pods (operator/progress.py); off: pods are exactly the Go operator's.
+    trainer_progress: bool = False
+    trainer_progress_server: str = ""  # https://<host>[:port] the pods post to
 
 
 def _bool(value: str) -> bool:
@@ -203,6 +207,26 @@ def build_parser() -> argparse.ArgumentParser:
         "(scheduling.x-k8s.io/v1alpha1 PodGroups), e.g. scheduler-plugins-scheduler. A PodGroup CRD "
         "must be installed.",
     )
+    add(
+        "--trainer-progress",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        help="Receive Kubeflow Trainer v2 progress (KEP-2779) from jobs' pods on the webhook's HTTPS server "
+        "(POST .../namespaces/NS/PLURAL/NAME/status, a projected ServiceAccount token with audience "
+        "trainer.kubeflow.org as bearer): a TrainJob's goes to status.trainerStatus, a kubeflow.org/v1 "
+        "job's to the annotation trainop.dev/trainer-status. Every pod of every job then gets "
+        "KUBEFLOW_TRAINER_SERVER_URL, _CA_CERT and _TOKEN and their volume (default false: pods stay as "
+        "the Go operator makes them). Needs the webhook.",
+    )
+    add(
+        "--trainer-progress-server",
+        default="",
+        metavar="URL",
+        help="Where pods reach that server (default https://<webhook-service-name>.<namespace>.svc, "
+        "the Service's port 443); its host must be in the serving certificate.",
+    )
     add("--pytorch-init-container-image", default="alpine:3.10", help="Image of the init-pytorch container.")
     add(
         "--pytorch-init-container-max-tries",
@@ -258,6 +282,14 @@ def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
     if ns.zap_log_level.lower() not in ("debug", "info", "error", "warn", "warning"):
         raise FlagError(f"--zap-log-level {ns.zap_log_level}: use debug, info or error")
     pod_ns = env.get("MY_POD_NAMESPACE") or DEFAULT_POD_NAMESPACE
+    if ns.trainer_progress and not ns.enable_webhook:
+        raise FlagError(
+            "--trainer-progress is served on the webhook's HTTPS server: drop --enable-webhook=false, "
+            "or --trainer-progress"
+        )
+    server = str(ns.trainer_progress_server).rstrip("/")
+    if server and not server.startswith("https://"):
+        raise FlagError(f"--trainer-progress-server {server}: use an https:// URL (the pods check the CA)")
     namespace = ns.namespace if ns.namespace is not None else env.get("KUBEFLOW_NAMESPACE", "")
     identity = env.get("MY_POD_NAME") or f"{os.uname().nodename}_{os.getpid()}"
     hosts = [f"{ns.webhook_service_name}.{pod_ns}.svc", *ns.webhook_cert_host]
@@ -291,4 +323,6 @@ def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         cluster_domain=env.get("CUSTOM_CLUSTER_DOMAIN", ""),
         gang_scheduler_name=str(ns.gang_scheduler_name).strip(),
         manage_webhook_cert=bool(ns.manage_webhook_cert),
+        trainer_progress=bool(ns.trainer_progress),
+        trainer_progress_server=server or f"https://{ns.webhook_service_name}.{pod_ns}.svc",
     )

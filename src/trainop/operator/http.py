@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,29 @@ class Response:
 
 
 Handler = Callable[[str, bytes], Awaitable[Response]]  # (method, body) -> response
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a handler that needs more than the body sees (the progress endpoint: its path's
+    variables and the Authorization header)."""
+
+    method: str
+    params: Mapping[str, str]  # the route's {variables}
+    headers: Mapping[str, str]
+    body: bytes
+
+
+RequestHandler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRoute:
+    """A route pattern (aiohttp's ``{name}`` variables) whose handler gets a ``Request``, with a
+    body cap of its own: a longer body is refused with 413 before it is all read."""
+
+    handler: RequestHandler
+    max_body: int
 
 
 def parse_bind_address(addr: str, default_host: str = "0.0.0.0") -> tuple[str, int] | None:
@@ -101,8 +124,10 @@ class HTTPServer:
         *,
         ssl_context: ssl.SSLContext | None = None,
         limits: Limits = Limits(),
+        request_routes: Mapping[str, RequestRoute] | None = None,
     ) -> None:
         self.routes = routes
+        self.request_routes = dict(request_routes or {})
         self.ssl_context = ssl_context
         self.limits = limits
         self._runner: web.AppRunner | None = None
@@ -117,6 +142,8 @@ class HTTPServer:
         app = web.Application(client_max_size=MAX_BODY)
         for path, handler in self.routes.items():
             app.router.add_route("*", path, self._serve(handler, path))
+        for pattern, route in self.request_routes.items():
+            app.router.add_route("*", pattern, self._serve_request(route, pattern))
         self._runner = web.AppRunner(
             app,
             access_log=None,
@@ -164,6 +191,35 @@ class HTTPServer:
                 resp = await handler(request.method, body)
             except Exception:
                 log.exception("handler for %s failed", path)  # a bug of ours: the traceback is wanted
+                return _plain(500, "internal error")
+            return web.Response(
+                status=resp.status, body=resp.body, headers={"Content-Type": resp.content_type}
+            )
+
+        return serve
+
+    def _serve_request(
+        self, route: RequestRoute, pattern: str
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def serve(request: web.Request) -> web.Response:
+            if (request.content_length or 0) > route.max_body:
+                return _closing(413, f"request body over {route.max_body} bytes")
+            chunks: list[bytes] = []
+            size = 0
+            try:
+                async with asyncio.timeout(self.limits.body_timeout):
+                    while chunk := await request.content.read(64 * 1024):
+                        size += len(chunk)
+                        if size > route.max_body:  # chunked: no Content-Length to refuse it by
+                            return _closing(413, f"request body over {route.max_body} bytes")
+                        chunks.append(chunk)
+            except TimeoutError:
+                return _closing(408, "request body not received in time")
+            req = Request(request.method, dict(request.match_info), request.headers, b"".join(chunks))
+            try:
+                resp = await route.handler(req)
+            except Exception:
+                log.exception("handler for %s failed", pattern)
                 return _plain(500, "internal error")
             return web.Response(
                 status=resp.status, body=resp.body, headers={"Content-Type": resp.content_type}

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     # Imported where the webhook starts: cryptography is 11.6 MB of RSS (its Rust library and
     # OpenSSL bindings) that an operator run with --enable-webhook=false never uses.
     from trainop.operator import certs
+    from trainop.operator.progress import PodPreparer
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +92,15 @@ class Operator:
             client, self.cache, self.recorder, count_metric=self.metrics.count_job
         )
         self.queue: WorkQueue[JobKey] = WorkQueue(metrics=self.metrics)
+        target: Any = self.backend
+        self.pods: PodPreparer | None = None
+        if cfg.trainer_progress:
+            from trainop.operator.progress import PodPreparer, ProgressTarget
+
+            self.pods = PodPreparer(client, cfg.trainer_progress_server, self._ca_pem)
+            target = ProgressTarget(self.backend, self.pods)
         self.reconciler = JobReconciler(
-            self.backend,
+            target,
             plugins.__getitem__,
             ServiceTopology(cfg.cluster_domain),
             reconcile_fn=functools.partial(reconcile_or_explain, gang=self.gang),
@@ -114,6 +122,7 @@ class Operator:
         self.probe_server: HTTPServer | None = None
         self._ssl: ssl.SSLContext | None = None
         self._mounted: tuple[bytes, bytes] | None = None  # --manage-webhook-cert=false: the files loaded
+        self._rotate_mounted = False  # the mounted certificate changed: rewrite the pods' CA ConfigMaps
         self._bundle: certs.CertBundle | None = None
         self.started = asyncio.Event()  # workers are running (this replica leads, or no election)
 
@@ -146,12 +155,25 @@ class Operator:
             await self.metrics_server.start(*metrics)
 
     # --- webhook certificate ----------------------------------------------------------------------------
+    def _ca_pem(self) -> bytes | None:
+        """The CA that signs the HTTPS server (pods of jobs check it when posting progress): ours, or
+        the mounted Secret's ca.crt (cert-manager writes one) with --manage-webhook-cert=false."""
+        if self._bundle is not None:
+            return self._bundle.ca_cert
+        try:
+            return (Path(self.cfg.cert_dir) / "ca.crt").read_bytes()
+        except OSError:
+            return None
+
     async def _refresh_cert(self) -> None:
         from trainop.operator import certs
 
         cfg = self.cfg
         if not cfg.manage_webhook_cert:
             self._load_mounted_cert()
+            if self._rotate_mounted and self.pods is not None:
+                await self.pods.rotate(cfg.namespace)
+                self._rotate_mounted = False
             if self.webhook_server is not None:
                 self.webhook_ready.set()
             return
@@ -162,6 +184,7 @@ class Operator:
             hosts=cfg.webhook_cert_hosts,
             now=datetime.now(UTC),
         )
+        rotated = self._bundle is not None and bundle.ca_cert != self._bundle.ca_cert
         if bundle != self._bundle:
             cert_dir = Path(cfg.cert_dir)
             cert_dir.mkdir(parents=True, exist_ok=True)
@@ -174,6 +197,8 @@ class Operator:
             # Reloading into the same context serves the new certificate on every later handshake.
             self._ssl.load_cert_chain(str(cert_dir / "tls.crt"), str(key_file))
             self._bundle = bundle
+        if rotated and self.pods is not None:
+            await self.pods.rotate(cfg.namespace)
         injected = await certs.apply_ca_bundle(
             self.client, name=cfg.webhook_configuration_name, ca_pem=bundle.ca_cert
         )
@@ -191,6 +216,7 @@ class Operator:
             msg = f"no tls.crt/tls.key in --cert-dir {cert_dir} (is the Secret mounted?): {exc}"
             raise RuntimeError(msg) from None
         if stamp != self._mounted:
+            self._rotate_mounted = self._mounted is not None
             if self._ssl is None:
                 self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             self._ssl.load_cert_chain(str(cert), str(key))
@@ -204,7 +230,11 @@ class Operator:
                 if self.webhook_server is None and self._ssl is not None:
                     from trainop.operator.webhook import build_routes
 
-                    self.webhook_server = HTTPServer(build_routes(self.cfg.kinds), ssl_context=self._ssl)
+                    self.webhook_server = HTTPServer(
+                        build_routes(self.cfg.kinds),
+                        ssl_context=self._ssl,
+                        request_routes=self._progress_routes(),
+                    )
                     await self.webhook_server.start(self.cfg.webhook_host, self.cfg.webhook_server_port)
                     log.info("webhook: serving on :%d", self.webhook_server.port)
                     await self._refresh_cert()  # inject now that the server is up (sets webhook_ready)
@@ -217,6 +247,13 @@ class Operator:
                 failures += 1
                 log.warning("webhook certificate: %s (retrying)", exc)
                 await asyncio.sleep(min(CERT_CHECK_INTERVAL, 0.5 * 2**failures))
+
+    def _progress_routes(self) -> dict[str, Any]:
+        if not self.cfg.trainer_progress:
+            return {}
+        from trainop.operator.progress import ProgressEndpoint
+
+        return ProgressEndpoint(self.client, self.cfg.kinds).routes()
 
     # --- main -----------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -263,7 +300,11 @@ class Operator:
         """Kubeflow Trainer v2 TrainJobs (operator/trainjobs.py), when their CRD is installed."""
         from trainop.operator.trainjobs import TrainJobController
 
-        trainjobs = TrainJobController(self.client.api, self.cfg.namespace or None)
+        trainjobs = TrainJobController(
+            self.client.api,
+            self.cfg.namespace or None,
+            prepare_pods=self.pods.prepare if self.pods is not None else None,
+        )
         try:
             found = await trainjobs.installed()
         except Exception as exc:

@@ -34,10 +34,11 @@ metadata:
     app.kubernetes.io/part-of: trainop
 rules:
 # The six job kinds: informers (list, watch); re-read on a status conflict (get); TTL deletion
-# (delete, §4.9). The spec is never written.
+# (delete, §4.9); patch only writes the annotation trainop.dev/trainer-status (--trainer-progress,
+# operator/progress.py). The spec is never written.
 - apiGroups: [kubeflow.org]
   resources: [$jobs]
-  verbs: [get, list, watch, delete]
+  verbs: [get, list, watch, delete, patch]
 # Status is written only through /status (§6.1).
 - apiGroups: [kubeflow.org]
   resources: [$jobs_status]
@@ -61,9 +62,11 @@ rules:
   resources: [services]
   verbs: [list, watch, create, delete]
 # MPI's <job>-config ConfigMap (§3.9): informer, create, and update when the hostfile drifts.
+# --trainer-progress: each job's <job>-tls-config (the CA its pods check) is created, read back when
+# it exists, and updated when the CA rotates.
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [list, watch, create, update]
+  verbs: [get, list, watch, create, update]
 # MPI's launcher ServiceAccount (§3.9): informer, create.
 - apiGroups: [""]
   resources: [serviceaccounts]
@@ -102,6 +105,11 @@ rules:
 # (an existing one is kept; nothing is read back).
 - apiGroups: [""]
   resources: [persistentvolumeclaims, secrets]
+  verbs: [create]
+# --trainer-progress: a progress post's bearer token is checked with a TokenReview (the pod it was
+# issued to, its audience trainer.kubeflow.org).
+- apiGroups: [authentication.k8s.io]
+  resources: [tokenreviews]
   verbs: [create]
 # Events about jobs (§6.3): create, and patch to aggregate repeats (count, lastTimestamp).
 - apiGroups: [""]

@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lightkube import ApiError, AsyncClient
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
@@ -45,6 +45,9 @@ from trainop.core.trainjob import (
 )
 from trainop.core.trainjob_status import reconcile_trainjob, set_condition
 from trainop.frameworks.registry import REGISTRY
+
+if TYPE_CHECKING:
+    from trainop.operator.progress import PreparePods
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +91,15 @@ def build_ssh_secret_data() -> dict[str, str]:
 
 class TrainJobController:
     def __init__(
-        self, api: AsyncClient, namespace: str | None = None, clock: Callable[[], datetime] | None = None
+        self,
+        api: AsyncClient,
+        namespace: str | None = None,
+        clock: Callable[[], datetime] | None = None,
+        *,
+        prepare_pods: PreparePods | None = None,
     ) -> None:
         self.api = api
+        self.prepare_pods = prepare_pods  # --trainer-progress: the contract's env, volume and CA ConfigMap
         self.namespace = namespace or "*"
         self.clock = clock or (lambda: datetime.now(UTC))
         self.wake = asyncio.Event()
@@ -199,6 +208,8 @@ class TrainJobController:
             if obj.get("kind") == "Secret" and "data" not in obj:
                 obj["data"] = build_ssh_secret_data()
             await self._create(_OBJECTS[obj["kind"]], obj)
+        if self.prepare_pods is not None and plan.create_pods:
+            await self.prepare_pods(owner, ns, "trainjobs", plan.create_pods)
         for pod in plan.create_pods:
             pod["metadata"]["ownerReferences"] = [owner]
             await self._create(r.Pod, pod)
@@ -218,10 +229,13 @@ class TrainJobController:
     async def _write_status(self, job: TrainJob, old: dict[str, Any], new: dict[str, Any]) -> None:
         if new == old:
             return
+        # trainerStatus is the progress endpoint's (operator/progress.py): a pass never writes back
+        # the copy it read, which a post may have replaced since.
+        patch = {k: v for k, v in new.items() if k != "trainerStatus"}
         await self.api.patch(
             TrainJobResource.Status,
             job.name,
-            {"status": new},
+            {"status": patch},
             namespace=job.namespace,
             patch_type=PatchType.MERGE,
         )

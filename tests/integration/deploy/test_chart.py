@@ -68,6 +68,7 @@ def test_everything_render_sets_each_value() -> None:
         "--health-probe-bind-address=:8081",
         "--webhook-server-port=9444",
         "--manage-webhook-cert=false",
+        "--trainer-progress",
         "--leader-elect",
         "--enable-scheme=pytorchjob",
         "--enable-scheme=mpijob",
@@ -132,6 +133,11 @@ def test_everything_render_sets_each_value() -> None:
             'enabledKinds: "trainjob" is not a kind; use some of jaxjob, mpijob, paddlejob, pytorchjob, '
             "tfjob, xgboostjob",
             id="unknown kind",
+        ),
+        pytest.param(
+            ["--set", "trainerProgress.enabled=true", "--set", "webhook.enabled=false"],
+            "trainerProgress.enabled: true needs webhook.enabled: true",
+            id="progress without the webhook",
         ),
         pytest.param(
             ["--set", "logLevel=verbose"], 'logLevel: "verbose"; use debug, info or error', id="log level"

@@ -58,6 +58,12 @@ from trainop.operator.flags import FlagError, parse_flags
         pytest.param([], {}, {"manage_webhook_cert": True}, id="the operator makes its webhook certificate"),
         pytest.param(["--manage-webhook-cert=false"], {}, {"manage_webhook_cert": False},
                      id="cert-manager makes it (the chart's webhook.certManager)"),
+        pytest.param([], {}, {"trainer_progress": False}, id="progress off by default"),
+        pytest.param(["--trainer-progress"], {"MY_POD_NAMESPACE": "ops"},
+                     {"trainer_progress": True, "trainer_progress_server": "https://training-operator.ops.svc"},
+                     id="progress: pods post to the webhook's Service"),
+        pytest.param(["--trainer-progress", "--trainer-progress-server=https://op.example:9443/"], {},
+                     {"trainer_progress_server": "https://op.example:9443"}, id="progress server given"),
     ],
 )  # fmt: skip
 def test_parse(argv: list[str], env: dict[str, str], want: dict[str, object]) -> None:
@@ -76,6 +82,12 @@ def test_parse(argv: list[str], env: dict[str, str], want: dict[str, object]) ->
                      "argument --leader-elect: 'maybe' is not a boolean (use true or false)",
                      id="bad bool"),
         pytest.param(["--no-such-flag"], "unrecognized arguments: --no-such-flag", id="unknown flag"),
+        pytest.param(["--trainer-progress", "--enable-webhook=false"],
+                     "--trainer-progress is served on the webhook's HTTPS server: "
+                     "drop --enable-webhook=false, or --trainer-progress", id="progress needs the webhook"),
+        pytest.param(["--trainer-progress-server=http://op:80"],
+                     "--trainer-progress-server http://op:80: use an https:// URL (the pods check the CA)",
+                     id="progress server over http"),
     ],
 )  # fmt: skip
 def test_errors(argv: list[str], want: str) -> None:

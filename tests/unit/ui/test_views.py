@@ -10,8 +10,8 @@ import pytest
 
 from trainop.api.constants import LABEL_KUEUE_QUEUE
 from trainop.backends.base import JobEvent
-from trainop.backends.local.progress import ProgressError, check_trainer_status
 from trainop.cli.selectors import parse_selector
+from trainop.core.progress import ProgressError, check_trainer_status
 from trainop.testing.builders import pod, pytorch_job
 from trainop.trainer_progress import build_trainer_status
 from trainop.ui.views import build_job_page, build_job_row, build_progress, select_rows

@@ -64,6 +64,9 @@ LocalQueue: Any = _private(
 SelfSubjectAccessReview: Any = _private(  # ``kubectl auth can-i``: the web view's actions
     GenericGlobalResource, "authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews"
 )
+TokenReview: Any = _private(  # the progress endpoint proves which pod posts (operator/progress.py)
+    GenericGlobalResource, "authentication.k8s.io", "v1", "TokenReview", "tokenreviews"
+)
 ValidatingWebhookConfiguration: Any = _private(
     GenericGlobalResource,
     "admissionregistration.k8s.io",

@@ -4,7 +4,7 @@ store (``Store.add_progress``), where ``trainop ui`` reads it.
 
 The socket is bound when the supervisor starts (the replicas' env names its port), but aiohttp is
 imported and served, on a thread of its own, only once a replica connects: a job that never posts
-costs one socket. I/O adapter; what a valid post is lives in ``check_trainer_status``.
+costs one socket. I/O adapter; what a valid post is lives in ``core.progress.check_trainer_status``.
 """
 
 from __future__ import annotations
@@ -25,42 +25,10 @@ from trainop.api.constants import (
 )
 from trainop.backends.local.paths import FILE_MODE, StatePaths
 from trainop.backends.local.store import Store
+from trainop.core.progress import ProgressError, check_trainer_status
 
 STATUS_PATH = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
 MAX_BODY = 64 * 1024  # a status is a few metrics; anything bigger is a mistake, refused with 413
-MAX_METRICS = 64
-
-
-class ProgressError(ValueError):
-    """A post that does not follow the contract; the message names the field and what to send."""
-
-
-def check_trainer_status(doc: Any) -> dict[str, Any]:
-    """The ``trainerStatus`` of a posted body, checked as upstream's CRD would (percentage 0-100,
-    seconds >= 0, metrics ``[{name, value}]`` with string values). Raises ProgressError. Pure."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("trainerStatus"), dict):
-        raise ProgressError('the body must be a JSON object with a "trainerStatus" object')
-    status: dict[str, Any] = doc["trainerStatus"]
-    for field, top in (("progressPercentage", 100), ("estimatedRemainingSeconds", None)):
-        value = status.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (top and value > top):
-            bound = f"0 to {top}" if top else ">= 0"
-            raise ProgressError(f"trainerStatus.{field}: must be an integer {bound}, got {value!r}")
-    metrics = status.get("metrics")
-    if metrics is not None:
-        if not isinstance(metrics, list) or len(metrics) > MAX_METRICS:
-            raise ProgressError(f"trainerStatus.metrics: must be a list of at most {MAX_METRICS} items")
-        for i, m in enumerate(metrics):
-            if not (isinstance(m, dict) and isinstance(m.get("name"), str) and m["name"]):
-                raise ProgressError(f"trainerStatus.metrics[{i}].name: must be a non-empty string")
-            if not isinstance(m.get("value"), str):
-                raise ProgressError(
-                    f"trainerStatus.metrics[{i}].value: must be a string (upstream serializes numbers as "
-                    f'strings: "0.42"), got {m.get("value")!r}'
-                )
-    return status
 
 
 class ProgressSink:
