@@ -8,6 +8,7 @@ server's own audience, or no token at all are refused. Without the flag, pods ar
 
 from __future__ import annotations
 
+import base64
 import json
 import ssl
 import urllib.error
@@ -17,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_trainjob
 from k8s_harness import Cluster, StartOperator, env_of
-from test_trainjob import RUNTIMES, trainjob
+from test_trainjob import trainjob
 from test_webhook import Webhook, serving_webhook
 
 from trainop.api.constants import (
@@ -34,6 +36,8 @@ from trainop.testing.browser import start_ui
 from trainop.testing.builders import pytorch_job
 from trainop.testing.testenv import K8sEnv, wait_for
 from trainop.trainer_progress import post_progress
+
+runtimes = test_trainjob.runtimes  # the shipped runtimes, applied once per module
 
 
 @pytest.fixture
@@ -100,8 +104,6 @@ def test_posts_from_a_jobs_own_pods_land_on_the_job_and_others_are_refused(
     # The CA the pods mount: the operator's, in a ConfigMap the job owns.
     cm = wait_for(lambda: cluster.get(r.ConfigMap, "prog-tls-config"), 30, "prog-tls-config")
     secret = cluster.client.get(r.Secret, progress_op.secret, namespace=progress_op.pod_ns)
-    import base64
-
     assert cm["data"]["ca.crt"] == base64.b64decode(dict(secret)["data"]["ca.crt"]).decode()
     assert cm["metadata"]["ownerReferences"][0]["name"] == "prog"
     ca = tmp_path / "ca.crt"
@@ -147,16 +149,10 @@ def test_posts_from_a_jobs_own_pods_land_on_the_job_and_others_are_refused(
     assert stored["progressPercentage"] == 40  # no refused post changed it
 
 
+@pytest.mark.usefixtures("runtimes")
 def test_a_trainjobs_pods_post_to_its_trainer_status(
     progress_op: Webhook, cluster: Cluster, k8s_env: K8sEnv, tmp_path: Path
 ) -> None:
-    k8s_env.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/clustertrainingruntimes.trainer.kubeflow.org",
-    )
-    k8s_env.kubectl("apply", "-k", str(RUNTIMES))
     ns = cluster.namespace
     job = trainjob(
         "tj", "torch-distributed", {"node": ""}, trainer={"numNodes": 1, "command": ["torchrun", "t.py"]}
