@@ -1,11 +1,15 @@
 """trainop: Kubeflow kubeflow.org/v1 training jobs on one machine or on Kubernetes."""
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
+
+# No import at run time: the command's start-up reaches its stop-signal handling (trainop.cli) sooner.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from trainop.sdk.client import TrainingClient
 
 __version__ = "0.1.0"
-
-if TYPE_CHECKING:
-    from trainop.sdk.client import TrainingClient
 
 
 def __getattr__(name: str) -> Any:

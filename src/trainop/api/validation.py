@@ -11,7 +11,7 @@ never mutates the job.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from trainop.api.common import KubeModel, ReplicaSpec, TrainingJob
@@ -19,6 +19,7 @@ from trainop.api.constants import (
     CLEAN_POD_POLICIES,
     LABEL_JOB_NAME,
     LABEL_KUEUE_QUEUE,
+    RESOURCE_NVIDIA_GPU,
     RESTART_POLICIES,
 )
 from trainop.api.errors import (
@@ -341,8 +342,59 @@ def validate_job(job: TrainingJob, old: TrainingJob | None = None) -> list[Field
 
 
 def validation_warnings(job: TrainingJob) -> list[str]:
-    """Admission warnings (accepted, but worth saying): the deprecated fields the kind's spec sets."""
-    return job.spec.deprecations()
+    """Admission warnings (accepted, but worth saying): the deprecated fields the kind's spec sets, and
+    resource names that look like a typo of a well-known one."""
+    return job.spec.deprecations() + _resource_name_warnings(job)
+
+
+# Resource names a node commonly offers. An extended resource name is free-form (the API server takes
+# any qualified name), so a typo such as nvidia.com/gpus is accepted and its pod never scheduled.
+_KNOWN_RESOURCES = (
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    RESOURCE_NVIDIA_GPU,
+    "amd.com/gpu",
+    "google.com/tpu",
+)
+
+
+def _resource_name_warnings(job: TrainingJob) -> list[str]:
+    out = []
+    for path, name in _resource_names(job):
+        meant = _meant_resource(name)
+        if meant is not None:
+            out.append(
+                f'{path}[{name}]: no node offers "{name}" (extended resource names are free-form, so it '
+                f'is accepted, and the pod would wait for it forever on a cluster); did you mean "{meant}"?'
+            )
+    return out
+
+
+def _resource_names(job: TrainingJob) -> Iterator[tuple[str, str]]:
+    """(path of the map, name) of every resource name in the replicas' limits and requests."""
+    info = KIND_INFO[job.kind]
+    for rtype, rs in job.replica_specs.items():
+        spec = rs.template.get("spec")
+        for field in ("initContainers", "containers"):
+            containers = spec.get(field) if isinstance(spec, dict) else None
+            for i, c in enumerate(containers if isinstance(containers, list) else []):
+                resources = c.get("resources") if isinstance(c, dict) else None
+                for part in ("limits", "requests"):
+                    names = resources.get(part) if isinstance(resources, dict) else None
+                    path = f"{key_path(info, rtype)}.template.spec.{field}[{i}].resources.{part}"
+                    yield from ((path, str(n)) for n in (names if isinstance(names, dict) else {}))
+
+
+def _meant_resource(name: str) -> str | None:
+    """The well-known resource ``name`` is likely a typo of (another case, a letter or two off); None
+    when it is one, or is not close to any."""
+    import difflib
+
+    if name in _KNOWN_RESOURCES or name.startswith("hugepages-"):
+        return None
+    close = difflib.get_close_matches(name.lower(), _KNOWN_RESOURCES, n=1, cutoff=0.85)
+    return close[0] if close else None
 
 
 def validate_for_apply(

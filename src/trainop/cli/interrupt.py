@@ -66,6 +66,8 @@ def stop_and_keep(
     signals: StopSignals,
     say: Callable[[str], None],
     stream: Callable[[], None],
+    *,
+    keep: bool = True,
 ) -> int:
     """Suspend and mark the job, stream the replicas' last output (``stream``) until every one has
     ended, and return run's exit code: 128 + the first signal (none: the output went away, a hang-up).
@@ -78,9 +80,10 @@ def stop_and_keep(
     flags = f" -n {ns}" if ns != "default" else ""
     by = "" if signum == signal.SIGINT else f" by {describe_signal(signum)}"
     again = "Ctrl-C again" if signum == signal.SIGINT else "a second signal"
+    after = "the job and its logs are kept" if keep else "then the job is deleted (--rm)"
     say(
         f"interrupted{by}: stopping {job.kind} {name}'s replicas (SIGTERM, SIGKILL after their grace "
-        f"period; {again} kills them now); the job and its logs are kept"
+        f"period; {again} kills them now); {after}"
     )
     seen_signals = 1  # two already (both while run watched): the second says kill now
     try:
@@ -110,7 +113,9 @@ def stop_and_keep(
     except NotFoundError:
         say(f"{job.kind} {name} is gone (deleted elsewhere)")
         return code
-    if stopped:
+    if not keep:
+        say(f"{job.kind} {name} interrupted: {'its replicas were stopped' if stopped else 'stopping it'}")
+    elif stopped:
         say(
             f"{job.kind} {name} interrupted: its replicas were stopped; the job and its logs are kept "
             f"(trainop logs {name}{flags}; trainop resume {name}{flags} runs it again; "

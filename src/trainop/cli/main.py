@@ -343,8 +343,29 @@ def _kind_plurals() -> list[str]:
 
 
 def _job_names(ctx: typer.Context, incomplete: str) -> list[str]:
-    """Shell completion of a job name: the jobs of the namespace typed so far (-n), never an error
-    (a completion that fails prints nothing), never a home created for it."""
+    """Shell completion of a job name: the jobs of the namespace typed so far (-n)."""
+    return _complete(ctx, incomplete, lambda backend, params, ns: backend.known_names(ns))
+
+
+def _replica_names(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of a replica (``logs NAME -r <TAB>``): the named job's, as its pods name them
+    (``worker-1`` of pod ``NAME-worker-1``). While an option waits for its value click leaves the
+    command's arguments unparsed, in ``ctx.args``: the job's name is the first of them."""
+
+    def replicas(backend: JobClient, params: dict[str, Any], namespace: str) -> list[str]:
+        words = [w for w in ctx.args if not w.startswith("-")]
+        name = str(params.get("name") or (words[0] if words else ""))
+        prefix = f"{name}-"
+        pods = [str((p.get("metadata") or {}).get("name") or "") for p in backend.pods(name, namespace)]
+        return [p.removeprefix(prefix) for p in pods if name and p.startswith(prefix)]
+
+    return _complete(ctx, incomplete, replicas)
+
+
+def _complete(ctx: typer.Context, incomplete: str, answer: Any) -> list[str]:
+    """The words ``answer(backend, params, namespace)`` gives that start with ``incomplete``, on the
+    backend the command line chose so far; never an error (a completion that fails prints nothing),
+    never a home created for it."""
     try:
         params = ctx.params if ctx else {}
         from trainop.cli.backend import build_selection
@@ -365,11 +386,10 @@ def _job_names(ctx: typer.Context, incomplete: str) -> list[str]:
 
             backend = LocalBackend(env=os.environ)
         try:
-            namespace = params.get("namespace") or "default"
-            names = backend.known_names(namespace)
+            words: list[str] = answer(backend, params, params.get("namespace") or "default")
         finally:
             backend.close()
-        return sorted(n for n in names if n.startswith(incomplete))
+        return sorted(w for w in words if w.startswith(incomplete))
     except Exception:
         return []
 
@@ -388,6 +408,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
@@ -395,6 +416,10 @@ def _root(
 ) -> None:
     """Runs before every command, before any API model is loaded."""
     global _plugins_setting_is_ours
+    if ctx.invoked_subcommand != "run":  # (run replaces start-up's stop handlers with its own)
+        from trainop.cli import restore_stop_signals
+
+        restore_stop_signals()
     if _PYDANTIC_PLUGINS not in os.environ:
         os.environ[_PYDANTIC_PLUGINS] = "__all__"
         _plugins_setting_is_ours = True
@@ -442,6 +467,7 @@ def submit(
     for m in manifests:  # (submit validates each one itself)
         job = _call(target.submit, m, base_dir=_base_dir(file), namespace=namespace)
         typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")
+        _print_warnings(job)
 
 
 _SCRIPT = "Run a command without YAML (torchrun and TorchX flags)"
@@ -548,6 +574,14 @@ def run(
         ),
     ] = False,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help=_FAIL_FAST_HELP)] = False,
+    rm: Annotated[
+        bool,
+        typer.Option(
+            "--rm",
+            help="Delete the job (its record, state and logs) once it has ended and its output was "
+            "printed, as docker run --rm; the exit code stays the job's.",
+        ),
+    ] = False,
     backend: BackendOpt = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -590,8 +624,23 @@ def run(
         job = _submit_attached(target, signals, manifest, base_dir, namespace)
     except Interrupted as exc:  # before the job existed: nothing to stop
         raise typer.Exit(compute_exit_code(exc.signum)) from None
-    code = _watch(target, job, stream_logs=logs, signals=signals, announce=announce)
+    code = _watch(target, job, stream_logs=logs, signals=signals, announce=announce, keep=not rm)
+    if rm:
+        _remove(target, job)
     raise typer.Exit(code)
+
+
+def _remove(backend: JobClient, job: TrainingJob) -> None:
+    """run --rm's delete once the job has ended (or was stopped): nothing of it is kept. A failure to
+    delete is said, and run's exit code stays the job's."""
+    from trainop.backends.base import BackendError, NotFoundError
+
+    try:
+        backend.delete(job.name, job.namespace, wait=True)
+    except NotFoundError:
+        pass  # deleted elsewhere meanwhile
+    except BackendError as exc:
+        _say(_console(stderr=True), f"--rm: {job.kind} {job.name} was not deleted: {exc}")
 
 
 @app.command()
@@ -738,7 +787,18 @@ def _submit_attached(
     job: TrainingJob = _call(
         backend.submit, manifest, base_dir=base_dir, namespace=namespace, attached_client=client
     )
+    _print_warnings(job)
     return job
+
+
+def _print_warnings(job: TrainingJob) -> None:
+    """The job's admission warnings (a deprecated field, a resource name that looks mistyped) on
+    stderr, as kubectl prints an API server's: accepted, but worth saying."""
+    from trainop.api.validation import validation_warnings
+
+    err = _console(stderr=True)
+    for warning in validation_warnings(job):
+        err.print(f"[yellow]Warning:[/] {_escape(warning)}")
 
 
 def _several_documents(file: Path, manifests: list[dict[str, Any]]) -> str:
@@ -824,7 +884,13 @@ def _script_manifest(torchrun: Any, argv: list[str], namespace: str | None, *opt
 
 
 def _watch(
-    backend: JobClient, job: TrainingJob, *, stream_logs: bool, signals: StopSignals, announce: bool
+    backend: JobClient,
+    job: TrainingJob,
+    *,
+    stream_logs: bool,
+    signals: StopSignals,
+    announce: bool,
+    keep: bool = True,
 ) -> int:
     """Follow the job to its end; a stop signal recorded at any moment before it finished (during the
     submit included) stops it and keeps it (``_interrupted``). The terminal or pipe going away while
@@ -840,7 +906,7 @@ def _watch(
     try:
         if announce:
             typer.echo(f"{job.kind.lower()}.kubeflow.org/{job.name} created")  # a generated name: which one
-        run.view = RunView(backend.feed(job), job, console, stream_logs=stream_logs)
+        run.view = RunView(backend.feed(job), job, console, stream_logs=stream_logs, kept=keep)
         live = Live(console=console, refresh_per_second=4, transient=True) if console.is_terminal else None
         _follow(backend, run, run.view, live, signals, stream_logs)
     except OSError as exc:
@@ -862,7 +928,7 @@ def _watch(
     last, view = run.last, run.view
     try:  # (the view stays open for what the replicas print while they are being stopped)
         if not run.gone and not is_finished(last) and (signals.received is not None or run.lost_output):
-            return _interrupted(backend, last, signals, view)
+            return _interrupted(backend, last, signals, view, keep)
         if view is not None:
             for line in view.gone(last) if run.gone else view.ending(last):
                 console.print(line)
@@ -927,7 +993,9 @@ def _run_exit_code(last: TrainingJob, gone: bool) -> int:
     return EXIT_OK if state == "Succeeded" else EXIT_FAILED
 
 
-def _interrupted(backend: JobClient, job: TrainingJob, signals: StopSignals, view: RunView | None) -> int:
+def _interrupted(
+    backend: JobClient, job: TrainingJob, signals: StopSignals, view: RunView | None, keep: bool = True
+) -> int:
     """Stop the job and keep it (cli/interrupt.py): suspended and marked interrupted, its replicas'
     shutdown output streamed, a second stop signal kills them now; 128 + the signal. Were run killed
     anyway, the job's supervisor makes the same stop (backends/local/attach.py)."""
@@ -947,7 +1015,7 @@ def _interrupted(backend: JobClient, job: TrainingJob, signals: StopSignals, vie
 
     if not isinstance(backend, LocalBackend):
         return _stop_on_cluster(backend, job, signals, lambda text: _say(err, text), stream)
-    return stop_and_keep(backend, job, signals, lambda text: _say(err, text), stream)
+    return stop_and_keep(backend, job, signals, lambda text: _say(err, text), stream, keep=keep)
 
 
 def _stop_on_cluster(
@@ -1337,7 +1405,13 @@ def describe(
 def logs(
     name: Annotated[str, typer.Argument(autocompletion=lambda ctx, incomplete: _job_names(ctx, incomplete))],
     replica: Annotated[
-        str | None, typer.Option("--replica", "-r", help="One replica, e.g. worker-1 (default: all).")
+        str | None,
+        typer.Option(
+            "--replica",
+            "-r",
+            help="One replica, e.g. worker-1 (default: all).",
+            autocompletion=lambda ctx, incomplete: _replica_names(ctx, incomplete),
+        ),
     ] = None,
     container: Annotated[
         str | None, typer.Option("--container", "-c", help="One container of the pod.")

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
+from rich.padding import Padding
 from rich.text import Text
 
 from trainop.cli import live
@@ -36,6 +37,19 @@ def build_tail(raw: Sequence[str], n: int | None = live.TAIL_LINES) -> list[str]
     return lines if n is None else lines[-n:]
 
 
+def _wrapped(line: Text) -> Text | Padding:
+    """A status line as the live status shows it: an indented one (why a replica waits: a scheduler's
+    message that may run to several hundred characters, its fix at the end) wraps at the terminal's
+    width under its own indent. The console soft-wraps, which in a live display crops each line at the
+    width, cutting such a message before the part that says what to do."""
+    indent = len(line.plain) - len(line.plain.lstrip(" "))
+    if not indent:
+        return line
+    body = line[indent:]
+    body.no_wrap, body.overflow = False, "fold"
+    return Padding(body, (0, 0, 0, indent), expand=False)
+
+
 def default_containers(job: TrainingJob) -> set[str]:
     from trainop.api.kinds import KIND_INFO
 
@@ -51,7 +65,9 @@ class RunView:
     """One ``run``'s output: call ``poll`` each tick, ``renderable`` for the live region (a TTY),
     ``changed_status`` for a log file, and ``ending`` or ``gone`` once."""
 
-    def __init__(self, feed: JobFeed, job: TrainingJob, console: Console, *, stream_logs: bool) -> None:
+    def __init__(
+        self, feed: JobFeed, job: TrainingJob, console: Console, *, stream_logs: bool, kept: bool = True
+    ) -> None:
         self.feed, self.name, self.console = feed, job.name, console
         self.stream_logs = stream_logs
         self.started = time.monotonic()
@@ -62,6 +78,8 @@ class RunView:
         self.printed_status: list[str] = []
         self.defaults: set[str] = set()
         self.flags = f" -n {job.namespace}" if job.namespace != "default" else ""
+        # run --rm deletes the job once this view has ended: no pointer to commands that read it.
+        self.kept = kept
         # Called before lines are printed under a live status (a TTY): rich redraws, under each print,
         # the frame of its last refresh, which may still hold a bar's unfinished state; the hook
         # refreshes it first, so a finished line never shows its old state below it.
@@ -130,7 +148,7 @@ class RunView:
         return [head, *(Text(t, style="dim" if t.startswith("    ") else "") for t in lines[1:])]
 
     def renderable(self, job: TrainingJob) -> Group:
-        return Group(*self._partials(), *self._status(job, time.time()))
+        return Group(*self._partials(), *(_wrapped(t) for t in self._status(job, time.time())))
 
     def print_status_if_changed(self, job: TrainingJob) -> None:
         """Without a TTY: the status block whenever it changes (ignoring the clock)."""
@@ -184,7 +202,10 @@ class RunView:
             culprit = live.detect_failed_replica(job.name, processes, views, live.detect_finish_time(job))
             # Every line of the tail: the summary picks its last few (past torchrun's footer, if any).
             tails = self._tails({culprit[0]}, final=True, n=None) if culprit else {}
-            out += [Text(t) for t in live.build_failure_summary(job, processes, views, tails, self.flags)]
+            summary = live.build_failure_summary(job, processes, views, tails, self.flags)
+            out += [Text(t) for t in summary if self.kept or not t.startswith("  details: ")]
+        if not self.kept:
+            return out  # (the delete that follows stops whatever still runs)
         left = live.detect_leftovers(views, self.still_running())
         note = live.build_leftover_note(job, left, self.flags, views)
         out += [Text(t, style="yellow") for t in note]

@@ -283,3 +283,54 @@ def test_a_signal_the_parent_ignored_stays_ignored(home: Path, tmp_path: Path) -
         assert got == {"rc": 130, "said": True, "job": KEPT, "live": []}, err
     backend.delete("sig", grace=0)
     backend.close()
+
+
+# Sends SIGINT to its own process, several times, the moment the process starts to import MODULE:
+# a Ctrl-C at a known point of run's start-up, whatever the machine's load.
+_SIGINT_AT_IMPORT = """
+import os, signal, sys
+
+class _Interrupter:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            for _ in range(3):
+                os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, _Interrupter())
+"""
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param("trainop.cli.main", id="as the command's module starts loading"),
+        pytest.param("typer", id="while the command's module imports typer"),
+        pytest.param("trainop.cli.script_job", id="while run reads its argv"),
+        pytest.param("trainop.cli.stop_signals", id="as run starts"),
+    ],
+)
+def test_ctrl_c_while_run_starts_exits_130_with_one_line(home: Path, tmp_path: Path, module: str) -> None:
+    """Ctrl-C (three of them) at a moment of run's start-up, before its own handlers were in place:
+    exit 130 and one line on stderr, no KeyboardInterrupt traceback, no job, no process left."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_SIGINT_AT_IMPORT.format(module=module))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")])}
+    ran = subprocess.run(
+        [sys.executable, "-m", "trainop.cli.main", "run", "--", "sleep", "300"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        preexec_fn=with_dispositions(),
+    )
+    lines = ran.stderr.splitlines()
+    assert {
+        "rc": ran.returncode,
+        "one line": len(lines),
+        "says": lines[0].startswith("interrupted") if lines else None,
+        "jobs": LocalBackend(home).list_jobs(),
+        "processes": processes_with_home(str(home)),
+    } == {"rc": 130, "one line": 1, "says": True, "jobs": [], "processes": []}, ran.stderr

@@ -13,6 +13,7 @@ import fcntl
 import os
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -46,9 +47,11 @@ class Terminal:
     """``trainop ARGS`` with a pseudo-terminal (250 columns) as stdin, stdout, stderr and controlling
     terminal; ``text`` is everything it received, colours and cursor moves removed, each ``\\r`` kept."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, columns: int = 250
+    ) -> None:
         master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
         self.master, self.raw = master, b""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "trainop.cli.main", *args],
@@ -210,6 +213,27 @@ def test_gpu_wait_names_the_job_holding_them_then_runs_once_released(
     code = term.wait()
     backend.close()
     assert (code, "master-0 | on GPU 0" in term.screen()) == (0, True), term.text
+
+
+def test_gpu_wait_shows_whole_on_an_80_column_terminal(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that needs more GPUs than the machine has (TRAINOP_GPUS=0: one): at 80 columns the wait
+    reason wraps under its replica instead of being cut, so the part that says how to fix it shows."""
+    monkeypatch.setenv("TRAINOP_GPUS", "0")
+    job = pytorch_job("big").master(1).gpu("Master", 2).command(["sh", "-c", "exit 0"]).build_dict()
+    term = Terminal("run", str(write_manifest(tmp_path / "big.yaml", job)), columns=80)
+    fix = "or the replicas' nvidia.com/gpu limits"
+
+    def shown(_: str) -> str | None:
+        screen = term.screen()
+        text = " ".join(line.strip() for line in screen)
+        return text if fix in text and all(len(line) <= 80 for line in screen) else None
+
+    text = term.expect(shown, "the whole GPU wait reason within 80 columns")
+    term.proc.send_signal(signal.SIGINT)
+    assert term.wait() == 130
+    assert "master-0: waiting for GPUs: 0/1 nodes are available: insufficient nvidia.com/gpu:" in text
 
 
 CRASH = """

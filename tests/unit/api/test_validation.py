@@ -780,6 +780,30 @@ WARNINGS = [
         id="MPI spec.cleanPodPolicy",
     ),
     pytest.param(valid("PyTorchJob").nproc_per_node("2"), [], id="nothing deprecated"),
+    pytest.param(
+        valid("PyTorchJob").gpu("Worker", 1, resource="nvidia.com/gpus"),
+        [
+            "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].resources.limits[nvidia.com/gpus]: "
+            'no node offers "nvidia.com/gpus" (extended resource names are free-form, so it is accepted, '
+            'and the pod would wait for it forever on a cluster); did you mean "nvidia.com/gpu"?'
+        ],
+        id="a resource name one letter off nvidia.com/gpu",
+    ),
+    pytest.param(
+        valid("TFJob").gpu("Worker", 1, resource="Memory"),
+        [
+            "spec.tfReplicaSpecs[Worker].template.spec.containers[0].resources.limits[Memory]: "
+            'no node offers "Memory" (extended resource names are free-form, so it is accepted, '
+            'and the pod would wait for it forever on a cluster); did you mean "memory"?'
+        ],
+        id="a native resource name in the wrong case",
+    ),
+    pytest.param(
+        valid("PyTorchJob").gpu("Worker", 1, resource="nvidia.com/mig-1g.5gb"),
+        [],
+        id="a real extended resource is not a typo",
+    ),
+    pytest.param(valid("PyTorchJob").gpu("Worker", 2), [], id="nvidia.com/gpu"),
 ]
 
 
