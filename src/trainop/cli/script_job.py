@@ -234,8 +234,9 @@ def build_script_job(s: ScriptJob) -> dict[str, object]:
     meta: dict[str, object] = {"name": s.name}
     if s.namespace:
         meta["namespace"] = s.namespace
-    if s.max_restarts:
-        meta["annotations"] = {ANNOTATION_MAX_RESTARTS: str(s.max_restarts)}
+    # Always trainop's whole-job policy (0: no restart), as torchrun: a failure ends every node's
+    # processes, where upstream's cleanPodPolicy None would leave the other ranks waiting on it.
+    meta["annotations"] = {ANNOTATION_MAX_RESTARTS: str(s.max_restarts)}
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta, "spec": spec}
 
 

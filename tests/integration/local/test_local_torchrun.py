@@ -206,3 +206,33 @@ def test_a_failure_under_torchrun_quotes_the_failing_rank_not_torchrun_s_footer(
         ],
         "master-0 | ValueError: bad batch at step 3 on rank 1",
     ), result.stdout
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        pytest.param([], id="no restart"),
+        pytest.param(["--max-restarts", "1"], id="after its last restart"),
+    ],
+)
+def test_a_failed_script_job_stops_its_other_replicas(home: Path, tmp_path: Path, flags: list[str]) -> None:
+    """worker-0 crashes while the master and worker-1 wait for it (as DDP ranks would): the job fails
+    and, as torchrun's agent stops every worker when it gives up, no process of the job survives it
+    (upstream's cleanPodPolicy None would leave them running)."""
+    from local_harness import wait_for
+
+    from trainop.api.constants import ENV_TRAINOP_JOB_UID
+    from trainop.backends.local import procs
+    from trainop.backends.local.api import LocalBackend
+
+    (tmp_path / "crash.py").write_text(WORKER_CRASHES.replace("time.sleep(60)", "time.sleep(300)"))
+    result = run_cli("run", "--nnodes", "3", "--name", "stops", *flags, "crash.py", cwd=tmp_path)
+    backend = LocalBackend(home)
+    uid = backend.store.find_job("default", "stops").uid
+    left = wait_for(
+        lambda: not procs.find_marked(ENV_TRAINOP_JOB_UID, uid) and "none",
+        "every process of the failed job to end",
+        timeout=45,
+    )
+    backend.close()
+    assert (result.returncode, left, "still running" in result.stdout) == (1, "none", False), result.stdout

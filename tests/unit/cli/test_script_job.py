@@ -52,7 +52,7 @@ def job(spec: dict[str, Any], **meta: str) -> dict[str, Any]:
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
-        "metadata": {"name": "train-abcde", **meta},
+        "metadata": {"name": "train-abcde", "annotations": {"trainop.dev/max-restarts": "0"}, **meta},
         "spec": spec,
     }
 
@@ -69,7 +69,8 @@ def job(spec: dict[str, Any], **meta: str) -> dict[str, Any]:
                     }
                 }
             ),
-            id="one node: a Master alone, restartPolicy Never (torchrun's max_restarts 0), torchrun's env",
+            id="one node: a Master alone, restartPolicy Never, torchrun's max_restarts 0 (no restart; a "
+            "failure stops every node), torchrun's env",
         ),
         pytest.param(
             ScriptJob(("python", "train.py"), "train-abcde", nnodes=3, nproc_per_node="2"),

@@ -211,7 +211,7 @@ def test_past_max_restarts_the_job_fails_with_the_reason() -> None:
         "Job a has failed because it has reached the maximum of 1 whole-job restart(s) "
         "(trainop.dev/max-restarts) and pod a-worker-1 (Worker) exited with code 137 (reason Error)"
     )
-    assert (conditions(w), events(w)) == (
+    assert (conditions(w), events(w), actions(w)) == (
         [
             ("Created", "True", "PyTorchJobCreated"),
             ("JobRestarts", "True", "PyTorchJobRestarted"),
@@ -219,6 +219,22 @@ def test_past_max_restarts_the_job_fails_with_the_reason() -> None:
             ("Failed", "True", "PyTorchJobMaxRestartsExceeded"),
         ],
         [("Warning", "PyTorchJobMaxRestartsExceeded", message)],
+        # the other pods are stopped (cleanPodPolicy None notwithstanding), as torchrun gives up
+        [("delete", "Pod", n) for n in ALL if n != "a-worker-1"],
+    )
+
+
+def test_no_whole_job_restart_allowed_fails_at_the_first_failure_and_stops_the_rest() -> None:
+    w = running(world({"trainop.dev/max-restarts": "0"}, "Never"))
+    w.set_phase("a-worker-0", "Failed", exit_code=7)
+    w.reconcile()
+    message = (
+        "Job a has failed because pod a-worker-0 (Worker) exited with code 7 (reason Error) "
+        "(trainop.dev/max-restarts 0: no whole-job restart)"
+    )
+    assert (events(w), actions(w)) == (
+        [("Warning", "PyTorchJobMaxRestartsExceeded", message)],
+        [("delete", "Pod", n) for n in ALL if n != "a-worker-0"],
     )
 
 

@@ -17,6 +17,7 @@ from trainop.api.failure_policy import (
     build_failure_policy,
 )
 from trainop.core.pass_state import METRIC_RESTARTED, PassState
+from trainop.core.pods import PHASE_PENDING, PHASE_RUNNING
 from trainop.core.policies.failure import (
     Decision,
     RestartCount,
@@ -73,16 +74,32 @@ def apply_failure_policy(p: PassState) -> bool:
         if decision.action in RESTARTING_ACTIONS:
             counted = decision.action == ACTION_RESTART_JOB
             if counted and p.restarts.counted >= policy.max_restarts:
+                summary = build_failure_summary(decision.failure)
                 p.fail_job(
                     "MaxRestartsExceeded",
                     f"Job {p.name} has failed because it has reached the maximum of "
-                    f"{policy.max_restarts} whole-job restart(s) (trainop.dev/max-restarts) and "
-                    f"{build_failure_summary(decision.failure)}",
+                    f"{policy.max_restarts} whole-job restart(s) (trainop.dev/max-restarts) and {summary}"
+                    if policy.max_restarts
+                    else f"Job {p.name} has failed because {summary} (trainop.dev/max-restarts 0: no "
+                    "whole-job restart)",
                 )
+                stop_the_rest(p)
                 return True
             restart_job(p, decision, counted)
             return False
     return check_start_deadlines(p)
+
+
+def stop_the_rest(p: PassState) -> None:
+    """The whole-job restarts are spent and the job failed: delete every pod still running or pending
+    (SIGTERM, then SIGKILL after its grace period), whatever cleanPodPolicy says. A whole-job policy
+    treats the job as one unit, on its last failure as on each restart, as torchrun's agent does when
+    it gives up (it stops every worker); upstream's cleanPodPolicy None would leave the other ranks
+    waiting for the failed one forever (docs/failure-policy.md). A FailJob rule keeps cleanPodPolicy's
+    say, as backoffLimit does."""
+    for pod in p.pods:
+        if not pod.deleting and pod.phase in (PHASE_RUNNING, PHASE_PENDING):
+            p.delete("Pod", pod.name)
 
 
 def restart_job(p: PassState, decision: Decision, counted: bool) -> None:
