@@ -710,63 +710,51 @@ def _prepare_run(
     backend; no backend for --dry-run, which printed it. ``announce``: the job's name is generated, so
     run says which it is."""
     dry_run, fail_fast = modes
-    nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts = opts
-    if fail_fast and max_restarts:
+    if fail_fast and opts[-1]:  # (max_restarts)
         _fail(
             "--fail-fast fails the job at its first failure; --max-restarts restarts it: use one",
             EXIT_INVALID,
         )
-    script_flags = (
-        nnodes,
-        workers,
-        nproc_per_node,
-        j,
-        name,
-        image,
-        env or None,
-        gpu or None,
-        max_restarts or None,
-        torchrun.standalone or torchrun.module or torchrun.no_python or torchrun.agent_args or None,
-    )
     argv = args or []
-    script = any(v is not None for v in script_flags) or _is_command(argv)
-    if script:
-        manifest = _with_fail_fast(
-            _script_manifest(
-                torchrun,
-                argv,
-                namespace,
-                nnodes,
-                workers,
-                nproc_per_node,
-                j,
-                name,
-                image,
-                env,
-                gpu,
-                max_restarts,
-            ),
-            fail_fast,
-        )
+    if _is_script_run(torchrun, argv, opts):
+        manifest = _with_fail_fast(_script_manifest(torchrun, argv, namespace, *opts), fail_fast)
         file = Path("-")  # relative paths in the command resolve in the current directory
         if dry_run:
             _dump(manifest, "yaml")
             return None, manifest, file, False
-        backend = _backend(*where)
-        manifests = [manifest]
-    else:
-        if len(argv) != 1:
-            _fail("run takes one FILE, or a command to run (trainop run --help)", EXIT_INVALID)
-        file = Path(argv[0])
-        backend = _backend(*where)
-        manifests = [_with_fail_fast(m, fail_fast) for m in _read_manifests(file)]
-        if len(manifests) != 1:
-            _fail(_several_documents(file, manifests), EXIT_INVALID)
-        if dry_run:
-            _call(backend.prepare, manifests[0])
-            _dump(manifests[0], "yaml")
-            return None, manifests[0], file, False
-    announce = script or not (manifests[0].get("metadata") or {}).get("name")
+        return _backend(*where), manifest, _base_dir(file), True
+    return _prepare_file_run(argv, dry_run, fail_fast, where)
+
+
+def _is_script_run(torchrun: Any, argv: list[str], opts: tuple[Any, ...]) -> bool:
+    """A command to run without YAML: a script flag was given (torchrun's included), or argv is a
+    command rather than a manifest's path."""
+    nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts = opts
+    given = [nnodes, workers, nproc_per_node, j, name, image]
+    torchrun_flags = [torchrun.standalone, torchrun.module, torchrun.no_python, torchrun.agent_args]
+    return (
+        any(v is not None for v in given)
+        or any(bool(v) for v in (env, gpu, max_restarts, *torchrun_flags))
+        or _is_command(argv)
+    )
+
+
+def _prepare_file_run(
+    argv: list[str], dry_run: bool, fail_fast: bool, where: tuple[str | None, ...]
+) -> tuple[JobClient | None, dict[str, Any], Path, bool]:
+    """run FILE: its one job (a name generated from generateName is announced)."""
+    if len(argv) != 1:
+        _fail("run takes one FILE, or a command to run (trainop run --help)", EXIT_INVALID)
+    file = Path(argv[0])
+    backend = _backend(*where)
+    manifests = [_with_fail_fast(m, fail_fast) for m in _read_manifests(file)]
+    if len(manifests) != 1:
+        _fail(_several_documents(file, manifests), EXIT_INVALID)
+    if dry_run:
+        _call(backend.prepare, manifests[0])
+        _dump(manifests[0], "yaml")
+        return None, manifests[0], file, False
+    announce = not (manifests[0].get("metadata") or {}).get("name")
     return backend, manifests[0], _base_dir(file), bool(announce)
 
 
