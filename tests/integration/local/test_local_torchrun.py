@@ -228,7 +228,9 @@ def test_a_failed_script_job_stops_its_other_replicas(home: Path, tmp_path: Path
     (tmp_path / "crash.py").write_text(WORKER_CRASHES.replace("time.sleep(60)", "time.sleep(300)"))
     result = run_cli("run", "--nnodes", "3", "--name", "stops", *flags, "crash.py", cwd=tmp_path)
     backend = LocalBackend(home)
-    uid = backend.store.find_job("default", "stops").uid
+    row = backend.store.find_job("default", "stops")
+    assert row is not None, result.stdout + result.stderr
+    uid = row.uid
     left = wait_for(
         lambda: not procs.find_marked(ENV_TRAINOP_JOB_UID, uid) and "none",
         "every process of the failed job to end",
