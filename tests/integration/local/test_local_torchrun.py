@@ -20,13 +20,19 @@ if not marker.exists():
 print("attempt 2: fine", flush=True)
 """
 
-# Rank 1 (worker-0) always crashes; the master waits (for the peer that never comes, as DDP would).
+# Rank 1 (worker-0) always crashes, once the master has printed its attempt (a failure that uses up the
+# restarts stops the master at once); the others wait (for the peer that never comes, as DDP would).
 WORKER_CRASHES = """\
-import os, sys, time
-print("attempt", os.environ["TORCHELASTIC_RESTART_COUNT"], flush=True)
+import os, pathlib, sys, time
+attempt = os.environ["TORCHELASTIC_RESTART_COUNT"]
+print("attempt", attempt, flush=True)
+if os.environ["RANK"] == "0":
+    pathlib.Path(f"master-{attempt}").touch()
 if os.environ["RANK"] == "1":
+    while not pathlib.Path(f"master-{attempt}").exists():
+        time.sleep(0.02)
     sys.exit(7)
-time.sleep(60)
+time.sleep(300)
 """
 
 TORCHRUN_VARS = [
@@ -225,7 +231,7 @@ def test_a_failed_script_job_stops_its_other_replicas(home: Path, tmp_path: Path
     from trainop.backends.local import procs
     from trainop.backends.local.api import LocalBackend
 
-    (tmp_path / "crash.py").write_text(WORKER_CRASHES.replace("time.sleep(60)", "time.sleep(300)"))
+    (tmp_path / "crash.py").write_text(WORKER_CRASHES)
     result = run_cli("run", "--nnodes", "3", "--name", "stops", *flags, "crash.py", cwd=tmp_path)
     backend = LocalBackend(home)
     row = backend.store.find_job("default", "stops")
