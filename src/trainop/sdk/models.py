@@ -9,6 +9,7 @@ Kubernetes objects are ``kubernetes.client`` models (imported lazily). Validatio
 from __future__ import annotations
 
 import importlib
+import inspect
 import pprint
 import re
 import sys
@@ -16,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from datetime import date, datetime
 from functools import cache, partial
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
@@ -55,19 +56,45 @@ def _field(name: str, required: bool) -> property:
     return property(get, set_, doc=f"The {name} of this model.")
 
 
+def _model_init(fields: Iterator[str], defaults: Mapping[str, Any]) -> Any:
+    """An ``__init__`` with the signature upstream generates: ``self``, then each field and
+    ``local_vars_configuration``, by position or by name, None by default (else ``defaults``')."""
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [
+        inspect.Parameter(n, kind, default=defaults.get(n)) for n in (*fields, "local_vars_configuration")
+    ]
+    sig = inspect.Signature([inspect.Parameter("self", kind), *params])
+
+    def __init__(self: OpenAPIModel, *args: Any, **kwargs: Any) -> None:
+        bound = sig.bind(self, *args, **kwargs)  # a TypeError for an unknown or repeated argument
+        bound.apply_defaults()
+        self._init(bound.arguments)
+
+    __init__.__signature__ = sig  # type: ignore[attr-defined]
+    return __init__
+
+
 class OpenAPIModel:
     """Base of the ``KubeflowOrgV1*`` models: upstream's generated model behaviour in one place."""
 
     openapi_types: ClassVar[dict[str, str]] = {}
     attribute_map: ClassVar[dict[str, str]] = {}
     _required: ClassVar[tuple[str, ...]] = ()
+    _defaults: ClassVar[dict[str, Any]] = {}  # a field's default where upstream's is not None
     discriminator: Any
     local_vars_configuration: Any
 
+    if TYPE_CHECKING:
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Each model's properties, ``attribute_map`` (the camelCase JSON keys) and ``__init__``."""
         super().__init_subclass__(**kwargs)
         for attr in cls.openapi_types:
             setattr(cls, attr, _field(attr, attr in cls._required))
+        cls.attribute_map = {attr: to_camel(attr) for attr in cls.openapi_types}
+        cls.__init__ = _model_init(iter(cls.openapi_types), cls._defaults)  # type: ignore[method-assign]
 
     def _init(self, args: Mapping[str, Any]) -> None:
         config = args.get("local_vars_configuration")
@@ -132,19 +159,6 @@ class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
         "rdzv_port": "int",
         "standalone": "bool",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "max_replicas": "maxReplicas",
-        "max_restarts": "maxRestarts",
-        "metrics": "metrics",
-        "min_replicas": "minReplicas",
-        "n_proc_per_node": "nProcPerNode",
-        "rdzv_backend": "rdzvBackend",
-        "rdzv_conf": "rdzvConf",
-        "rdzv_host": "rdzvHost",
-        "rdzv_id": "rdzvId",
-        "rdzv_port": "rdzvPort",
-        "standalone": "standalone",
-    }
     max_replicas: Any
     max_restarts: Any
     metrics: Any
@@ -157,23 +171,6 @@ class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
     rdzv_port: Any
     standalone: Any
 
-    def __init__(
-        self,
-        max_replicas: Any = None,
-        max_restarts: Any = None,
-        metrics: Any = None,
-        min_replicas: Any = None,
-        n_proc_per_node: Any = None,
-        rdzv_backend: Any = None,
-        rdzv_conf: Any = None,
-        rdzv_host: Any = None,
-        rdzv_id: Any = None,
-        rdzv_port: Any = None,
-        standalone: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
-
 
 class KubeflowOrgV1JAXJob(OpenAPIModel):
     openapi_types: ClassVar[dict[str, str]] = {
@@ -183,29 +180,11 @@ class KubeflowOrgV1JAXJob(OpenAPIModel):
         "spec": "KubeflowOrgV1JAXJobSpec",
         "status": "KubeflowOrgV1JobStatus",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "kind": "kind",
-        "metadata": "metadata",
-        "spec": "spec",
-        "status": "status",
-    }
     api_version: Any
     kind: Any
     metadata: Any
     spec: Any
     status: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        spec: Any = None,
-        status: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1JAXJobList(OpenAPIModel):
@@ -215,27 +194,11 @@ class KubeflowOrgV1JAXJobList(OpenAPIModel):
         "kind": "str",
         "metadata": "V1ListMeta",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "items": "items",
-        "kind": "kind",
-        "metadata": "metadata",
-    }
     _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
     metadata: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        items: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
@@ -243,18 +206,9 @@ class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
         "jax_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
         "run_policy": "KubeflowOrgV1RunPolicy",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "jax_replica_specs": "jaxReplicaSpecs",
-        "run_policy": "runPolicy",
-    }
     _required: ClassVar[tuple[str, ...]] = ("jax_replica_specs", "run_policy")
     jax_replica_specs: Any
     run_policy: Any
-
-    def __init__(
-        self, jax_replica_specs: Any = None, run_policy: Any = None, local_vars_configuration: Any = None
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1JobCondition(OpenAPIModel):
@@ -266,14 +220,7 @@ class KubeflowOrgV1JobCondition(OpenAPIModel):
         "status": "str",
         "type": "str",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "last_transition_time": "lastTransitionTime",
-        "last_update_time": "lastUpdateTime",
-        "message": "message",
-        "reason": "reason",
-        "status": "status",
-        "type": "type",
-    }
+    _defaults: ClassVar[dict[str, Any]] = {"status": "", "type": ""}
     _required: ClassVar[tuple[str, ...]] = ("status", "type")
     last_transition_time: Any
     last_update_time: Any
@@ -281,18 +228,6 @@ class KubeflowOrgV1JobCondition(OpenAPIModel):
     reason: Any
     status: Any
     type: Any
-
-    def __init__(
-        self,
-        last_transition_time: Any = None,
-        last_update_time: Any = None,
-        message: Any = None,
-        reason: Any = None,
-        status: Any = "",
-        type: Any = "",
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1JobStatus(OpenAPIModel):
@@ -303,29 +238,11 @@ class KubeflowOrgV1JobStatus(OpenAPIModel):
         "replica_statuses": "dict(str, KubeflowOrgV1ReplicaStatus)",
         "start_time": "datetime",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "completion_time": "completionTime",
-        "conditions": "conditions",
-        "last_reconcile_time": "lastReconcileTime",
-        "replica_statuses": "replicaStatuses",
-        "start_time": "startTime",
-    }
     completion_time: Any
     conditions: Any
     last_reconcile_time: Any
     replica_statuses: Any
     start_time: Any
-
-    def __init__(
-        self,
-        completion_time: Any = None,
-        conditions: Any = None,
-        last_reconcile_time: Any = None,
-        replica_statuses: Any = None,
-        start_time: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1MPIJob(OpenAPIModel):
@@ -336,29 +253,11 @@ class KubeflowOrgV1MPIJob(OpenAPIModel):
         "spec": "KubeflowOrgV1MPIJobSpec",
         "status": "KubeflowOrgV1JobStatus",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "kind": "kind",
-        "metadata": "metadata",
-        "spec": "spec",
-        "status": "status",
-    }
     api_version: Any
     kind: Any
     metadata: Any
     spec: Any
     status: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        spec: Any = None,
-        status: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1MPIJobList(OpenAPIModel):
@@ -368,27 +267,11 @@ class KubeflowOrgV1MPIJobList(OpenAPIModel):
         "kind": "str",
         "metadata": "V1ListMeta",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "items": "items",
-        "kind": "kind",
-        "metadata": "metadata",
-    }
     _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
     metadata: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        items: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
@@ -399,30 +282,12 @@ class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
         "run_policy": "KubeflowOrgV1RunPolicy",
         "slots_per_worker": "int",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "clean_pod_policy": "cleanPodPolicy",
-        "main_container": "mainContainer",
-        "mpi_replica_specs": "mpiReplicaSpecs",
-        "run_policy": "runPolicy",
-        "slots_per_worker": "slotsPerWorker",
-    }
     _required: ClassVar[tuple[str, ...]] = ("mpi_replica_specs",)
     clean_pod_policy: Any
     main_container: Any
     mpi_replica_specs: Any
     run_policy: Any
     slots_per_worker: Any
-
-    def __init__(
-        self,
-        clean_pod_policy: Any = None,
-        main_container: Any = None,
-        mpi_replica_specs: Any = None,
-        run_policy: Any = None,
-        slots_per_worker: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
@@ -432,26 +297,10 @@ class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
         "metrics": "list[K8sIoApiAutoscalingV2MetricSpec]",
         "min_replicas": "int",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "max_replicas": "maxReplicas",
-        "max_restarts": "maxRestarts",
-        "metrics": "metrics",
-        "min_replicas": "minReplicas",
-    }
     max_replicas: Any
     max_restarts: Any
     metrics: Any
     min_replicas: Any
-
-    def __init__(
-        self,
-        max_replicas: Any = None,
-        max_restarts: Any = None,
-        metrics: Any = None,
-        min_replicas: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1PaddleJob(OpenAPIModel):
@@ -462,29 +311,11 @@ class KubeflowOrgV1PaddleJob(OpenAPIModel):
         "spec": "KubeflowOrgV1PaddleJobSpec",
         "status": "KubeflowOrgV1JobStatus",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "kind": "kind",
-        "metadata": "metadata",
-        "spec": "spec",
-        "status": "status",
-    }
     api_version: Any
     kind: Any
     metadata: Any
     spec: Any
     status: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        spec: Any = None,
-        status: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1PaddleJobList(OpenAPIModel):
@@ -494,27 +325,11 @@ class KubeflowOrgV1PaddleJobList(OpenAPIModel):
         "kind": "str",
         "metadata": "V1ListMeta",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "items": "items",
-        "kind": "kind",
-        "metadata": "metadata",
-    }
     _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
     metadata: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        items: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
@@ -523,24 +338,10 @@ class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
         "paddle_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
         "run_policy": "KubeflowOrgV1RunPolicy",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "elastic_policy": "elasticPolicy",
-        "paddle_replica_specs": "paddleReplicaSpecs",
-        "run_policy": "runPolicy",
-    }
     _required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
     elastic_policy: Any
     paddle_replica_specs: Any
     run_policy: Any
-
-    def __init__(
-        self,
-        elastic_policy: Any = None,
-        paddle_replica_specs: Any = None,
-        run_policy: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1PyTorchJob(OpenAPIModel):
@@ -551,29 +352,11 @@ class KubeflowOrgV1PyTorchJob(OpenAPIModel):
         "spec": "KubeflowOrgV1PyTorchJobSpec",
         "status": "KubeflowOrgV1JobStatus",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "kind": "kind",
-        "metadata": "metadata",
-        "spec": "spec",
-        "status": "status",
-    }
     api_version: Any
     kind: Any
     metadata: Any
     spec: Any
     status: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        spec: Any = None,
-        status: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1PyTorchJobList(OpenAPIModel):
@@ -583,27 +366,11 @@ class KubeflowOrgV1PyTorchJobList(OpenAPIModel):
         "kind": "str",
         "metadata": "V1ListMeta",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "items": "items",
-        "kind": "kind",
-        "metadata": "metadata",
-    }
     _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
     metadata: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        items: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
@@ -613,27 +380,11 @@ class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
         "pytorch_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
         "run_policy": "KubeflowOrgV1RunPolicy",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "elastic_policy": "elasticPolicy",
-        "nproc_per_node": "nprocPerNode",
-        "pytorch_replica_specs": "pytorchReplicaSpecs",
-        "run_policy": "runPolicy",
-    }
     _required: ClassVar[tuple[str, ...]] = ("pytorch_replica_specs", "run_policy")
     elastic_policy: Any
     nproc_per_node: Any
     pytorch_replica_specs: Any
     run_policy: Any
-
-    def __init__(
-        self,
-        elastic_policy: Any = None,
-        nproc_per_node: Any = None,
-        pytorch_replica_specs: Any = None,
-        run_policy: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1RDZVConf(OpenAPIModel):
@@ -641,15 +392,8 @@ class KubeflowOrgV1RDZVConf(OpenAPIModel):
         "key": "str",
         "value": "str",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "key": "key",
-        "value": "value",
-    }
     key: Any
     value: Any
-
-    def __init__(self, key: Any = None, value: Any = None, local_vars_configuration: Any = None) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1ReplicaSpec(OpenAPIModel):
@@ -658,23 +402,9 @@ class KubeflowOrgV1ReplicaSpec(OpenAPIModel):
         "restart_policy": "str",
         "template": "V1PodTemplateSpec",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "replicas": "replicas",
-        "restart_policy": "restartPolicy",
-        "template": "template",
-    }
     replicas: Any
     restart_policy: Any
     template: Any
-
-    def __init__(
-        self,
-        replicas: Any = None,
-        restart_policy: Any = None,
-        template: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1ReplicaStatus(OpenAPIModel):
@@ -685,29 +415,11 @@ class KubeflowOrgV1ReplicaStatus(OpenAPIModel):
         "selector": "str",
         "succeeded": "int",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "active": "active",
-        "failed": "failed",
-        "label_selector": "labelSelector",
-        "selector": "selector",
-        "succeeded": "succeeded",
-    }
     active: Any
     failed: Any
     label_selector: Any
     selector: Any
     succeeded: Any
-
-    def __init__(
-        self,
-        active: Any = None,
-        failed: Any = None,
-        label_selector: Any = None,
-        selector: Any = None,
-        succeeded: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1RunPolicy(OpenAPIModel):
@@ -720,15 +432,6 @@ class KubeflowOrgV1RunPolicy(OpenAPIModel):
         "suspend": "bool",
         "ttl_seconds_after_finished": "int",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "active_deadline_seconds": "activeDeadlineSeconds",
-        "backoff_limit": "backoffLimit",
-        "clean_pod_policy": "cleanPodPolicy",
-        "managed_by": "managedBy",
-        "scheduling_policy": "schedulingPolicy",
-        "suspend": "suspend",
-        "ttl_seconds_after_finished": "ttlSecondsAfterFinished",
-    }
     active_deadline_seconds: Any
     backoff_limit: Any
     clean_pod_policy: Any
@@ -736,19 +439,6 @@ class KubeflowOrgV1RunPolicy(OpenAPIModel):
     scheduling_policy: Any
     suspend: Any
     ttl_seconds_after_finished: Any
-
-    def __init__(
-        self,
-        active_deadline_seconds: Any = None,
-        backoff_limit: Any = None,
-        clean_pod_policy: Any = None,
-        managed_by: Any = None,
-        scheduling_policy: Any = None,
-        suspend: Any = None,
-        ttl_seconds_after_finished: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
@@ -759,29 +449,11 @@ class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
         "queue": "str",
         "schedule_timeout_seconds": "int",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "min_available": "minAvailable",
-        "min_resources": "minResources",
-        "priority_class": "priorityClass",
-        "queue": "queue",
-        "schedule_timeout_seconds": "scheduleTimeoutSeconds",
-    }
     min_available: Any
     min_resources: Any
     priority_class: Any
     queue: Any
     schedule_timeout_seconds: Any
-
-    def __init__(
-        self,
-        min_available: Any = None,
-        min_resources: Any = None,
-        priority_class: Any = None,
-        queue: Any = None,
-        schedule_timeout_seconds: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1TFJob(OpenAPIModel):
@@ -792,29 +464,11 @@ class KubeflowOrgV1TFJob(OpenAPIModel):
         "spec": "KubeflowOrgV1TFJobSpec",
         "status": "KubeflowOrgV1JobStatus",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "kind": "kind",
-        "metadata": "metadata",
-        "spec": "spec",
-        "status": "status",
-    }
     api_version: Any
     kind: Any
     metadata: Any
     spec: Any
     status: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        spec: Any = None,
-        status: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1TFJobList(OpenAPIModel):
@@ -824,27 +478,11 @@ class KubeflowOrgV1TFJobList(OpenAPIModel):
         "kind": "str",
         "metadata": "V1ListMeta",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "items": "items",
-        "kind": "kind",
-        "metadata": "metadata",
-    }
     _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
     metadata: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        items: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1TFJobSpec(OpenAPIModel):
@@ -854,27 +492,11 @@ class KubeflowOrgV1TFJobSpec(OpenAPIModel):
         "success_policy": "str",
         "tf_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "enable_dynamic_worker": "enableDynamicWorker",
-        "run_policy": "runPolicy",
-        "success_policy": "successPolicy",
-        "tf_replica_specs": "tfReplicaSpecs",
-    }
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
     enable_dynamic_worker: Any
     run_policy: Any
     success_policy: Any
     tf_replica_specs: Any
-
-    def __init__(
-        self,
-        enable_dynamic_worker: Any = None,
-        run_policy: Any = None,
-        success_policy: Any = None,
-        tf_replica_specs: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1XGBoostJob(OpenAPIModel):
@@ -885,29 +507,11 @@ class KubeflowOrgV1XGBoostJob(OpenAPIModel):
         "spec": "KubeflowOrgV1XGBoostJobSpec",
         "status": "KubeflowOrgV1JobStatus",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "kind": "kind",
-        "metadata": "metadata",
-        "spec": "spec",
-        "status": "status",
-    }
     api_version: Any
     kind: Any
     metadata: Any
     spec: Any
     status: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        spec: Any = None,
-        status: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1XGBoostJobList(OpenAPIModel):
@@ -917,27 +521,11 @@ class KubeflowOrgV1XGBoostJobList(OpenAPIModel):
         "kind": "str",
         "metadata": "V1ListMeta",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "api_version": "apiVersion",
-        "items": "items",
-        "kind": "kind",
-        "metadata": "metadata",
-    }
     _required: ClassVar[tuple[str, ...]] = ("items",)
     api_version: Any
     items: Any
     kind: Any
     metadata: Any
-
-    def __init__(
-        self,
-        api_version: Any = None,
-        items: Any = None,
-        kind: Any = None,
-        metadata: Any = None,
-        local_vars_configuration: Any = None,
-    ) -> None:
-        self._init(locals())
 
 
 class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
@@ -945,18 +533,9 @@ class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
         "run_policy": "KubeflowOrgV1RunPolicy",
         "xgb_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
     }
-    attribute_map: ClassVar[dict[str, str]] = {
-        "run_policy": "runPolicy",
-        "xgb_replica_specs": "xgbReplicaSpecs",
-    }
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "xgb_replica_specs")
     run_policy: Any
     xgb_replica_specs: Any
-
-    def __init__(
-        self, run_policy: Any = None, xgb_replica_specs: Any = None, local_vars_configuration: Any = None
-    ) -> None:
-        self._init(locals())
 
 
 # --- the kind tables the client reads ---

@@ -70,3 +70,13 @@ class Plain:
 def test_pydantic_models_and_models_without_the_configuration_argument() -> None:
     assert build_model({"x": "1"}, Point) == Point(x=1)
     assert build_model({"xValue": "2"}, Plain).x == 2
+
+
+def test_models_take_upstreams_arguments_by_position_or_name() -> None:
+    cond = KubeflowOrgV1JobCondition(None, None, "m", "r", "True", "Succeeded")
+    assert cond == KubeflowOrgV1JobCondition(message="m", reason="r", status="True", type="Succeeded")
+    assert cond.attribute_map["last_transition_time"] == "lastTransitionTime"
+    with pytest.raises(TypeError):
+        KubeflowOrgV1JobCondition(state="True")
+    with pytest.raises(ValueError, match="Invalid value for `status`, must not be `None`"):
+        KubeflowOrgV1JobCondition(status=None, type="Running")
