@@ -9,7 +9,8 @@ of that very job: a TokenReview (audience checked) names the pod, and the pod's 
 controller reference must name the job. Reviews are cached for a minute (never past the token's
 expiry), TokenReviews for unseen tokens and posts per ServiceAccount are rate-limited, and bodies are
 capped at 64 KiB. A refusal is one line: 400 says what is wrong with the body; 401 (no or a bad
-token), 403 (a pod of another job), 404 (no such resource), 429 (too many).
+token), 403 (a pod of another job), 404 (no such resource), 429 (too many), 502/503 (an API call
+failed, or the API server is unreachable).
 
 ``PodPreparer`` is the other half: the env and projected volume (``core.progress.inject_progress``)
 in every pod the operator creates, and the ConfigMap ``<job>-tls-config`` (the CA, owned by the job)
@@ -29,6 +30,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import httpx2 as httpx
+from lightkube import ApiError
 
 from trainop.api.constants import (
     ANNOTATION_TRAINER_STATUS,
@@ -171,6 +175,17 @@ def check_pod_of(pod: Mapping[str, Any], target: Target, identity: Identity) -> 
         raise Refused(403, f"pod {identity.pod} does not belong to {target}")
 
 
+def build_api_refusal(exc: ApiError | httpx.HTTPError) -> Refused:
+    """An API call the endpoint needed failed: 502 with the API server's one line (a webhook denying
+    the annotation's update, a conflict), 503 when it cannot be reached. The poster may retry."""
+    code = api_status_code(exc)
+    if code is None:
+        return Refused(503, f"the API server cannot be reached: {exc}")
+    text = exc.status.message if isinstance(exc, ApiError) else str(exc)
+    first = (text or "").strip().splitlines()
+    return Refused(502, f"the API server answered {code}: {first[0] if first else ''}".rstrip(": "))
+
+
 class ProgressEndpoint:
     """The route ``routes()`` gives the webhook's server."""
 
@@ -196,20 +211,26 @@ class ProgressEndpoint:
 
     async def handle(self, req: Request) -> Response:
         try:
-            target = self._target(req)
-            await self._authorize(req, target)
             try:
-                status = check_trainer_status(json.loads(req.body))
-            except ProgressError as exc:
-                raise Refused(400, str(exc)) from None
-            except (ValueError, RecursionError) as exc:
-                raise Refused(400, f"the body is not JSON: {exc}") from None
-            await self._write(target, build_stored_status(status, self.now().strftime("%Y-%m-%dT%H:%M:%SZ")))
+                await self._handle(req)
+            except (ApiError, httpx.HTTPError) as exc:
+                raise build_api_refusal(exc) from None
         except Refused as exc:
             if exc.status >= 403:
                 log.info("progress: refused (%d): %s", exc.status, exc)
             return Response(exc.status, f"{exc}\n".encode())
         return Response(200, b'{"ok":true}\n', "application/json")
+
+    async def _handle(self, req: Request) -> None:
+        target = self._target(req)
+        await self._authorize(req, target)
+        try:
+            status = check_trainer_status(json.loads(req.body))
+        except ProgressError as exc:
+            raise Refused(400, str(exc)) from None
+        except (ValueError, RecursionError) as exc:
+            raise Refused(400, f"the body is not JSON: {exc}") from None
+        await self._write(target, build_stored_status(status, self.now().strftime("%Y-%m-%dT%H:%M:%SZ")))
 
     def _target(self, req: Request) -> Target:
         p = req.params

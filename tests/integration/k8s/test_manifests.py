@@ -1,7 +1,8 @@
 """manifests/ installs with a client-side ``kubectl apply -k``, and its least-privilege RBAC is enough:
 the operator runs as the manifests' ServiceAccount (its own token, not admin) through a whole job
 life, leader election, the webhook certificate and caBundle, MPI's launcher Role (RBAC escalation
-rules), with no request forbidden."""
+rules) and, with ``--trainer-progress``, a pod's progress post (TokenReview, the pod, the CA
+ConfigMap, the job's annotation through the webhook), with no request forbidden."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from typing import Any
 import pytest
 import yaml
 from k8s_harness import REPO, Cluster, OperatorProcess, annotate, free_port
+from test_progress import post, token_for
 
+from trainop.api.constants import ANNOTATION_TRAINER_STATUS
 from trainop.backends.kubernetes import resources as r
 from trainop.operator.webhook import WEBHOOK_KINDS, webhook_name, webhook_path
 from trainop.testing.builders import mpi_job, pytorch_job
@@ -60,6 +63,7 @@ class Installed:
     op: OperatorProcess
     token: str
     reapplied: Reapplied
+    port: int
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +109,7 @@ def installed(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFact
                 "--webhook-host=127.0.0.1",
                 "--webhook-cert-host=127.0.0.1",
                 f"--cert-dir={tmp / 'certs'}",
+                "--trainer-progress",
             ],
             tmp / "operator.log",
             kubeconfig=sa_kubeconfig(k8s_env, sa_token, tmp / "sa.kubeconfig"),
@@ -113,7 +118,7 @@ def installed(k8s_env: K8sEnv, crds: None, tmp_path_factory: pytest.TempPathFact
         try:
             op.wait_ready()
             wait_for(lambda: op.metric("leader_election_master_status") == 1 or None, 60, "leadership")
-            yield Installed(op, token, reapplied)
+            yield Installed(op, token, reapplied, port)
         finally:
             op.stop()
     finally:
@@ -200,6 +205,27 @@ def test_service_account_runs_a_job_end_to_end(installed: Installed, cluster: Cl
     assert cluster.get(r.Role, "mpi-launcher") is not None
     # No RBAC denial anywhere in the operator's log (a 403 can also mean "namespace is being terminated",
     # which other tests' namespaces legitimately cause, so the log is checked, not the 403 count).
+    denied = [
+        line for line in installed.op.log_path.read_text().splitlines() if f'User "{SA_USER}" cannot' in line
+    ]
+    assert denied == []
+
+
+def test_service_account_takes_a_progress_post(
+    installed: Installed, cluster: Cluster, tmp_path: Path
+) -> None:
+    cluster.env.kubectl("label", "namespace", cluster.namespace, f"{SELECTOR_LABEL}={installed.token}")
+    cluster.create(pytorch_job("prog").master(1).build_dict())
+    wait_for(lambda: cluster.get(r.Pod, "prog-master-0"), 60, "prog's pod")
+    cm = wait_for(lambda: cluster.get(r.ConfigMap, "prog-tls-config"), 30, "the CA ConfigMap")
+    ca = tmp_path / "ca.crt"
+    ca.write_text(cm["data"]["ca.crt"])
+    url = f"https://127.0.0.1:{installed.port}/apis/kubeflow.org/v1/namespaces/{cluster.namespace}/pytorchjobs/prog/status"
+    token = token_for(cluster.env, cluster.namespace, "prog-master-0", "trainer.kubeflow.org")
+    body = json.dumps({"trainerStatus": {"progressPercentage": 7}}).encode()
+    assert post(url, ca, token, body) == (200, '{"ok":true}\n'), installed.op.log_tail(40)
+    job = cluster.job("PyTorchJob", "prog") or {}
+    assert json.loads(job["metadata"]["annotations"][ANNOTATION_TRAINER_STATUS])["progressPercentage"] == 7
     denied = [
         line for line in installed.op.log_path.read_text().splitlines() if f'User "{SA_USER}" cannot' in line
     ]

@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 import aiohttp
+import httpx2 as httpx
 import pytest
+from lightkube import ApiError
 
 from trainop.operator.http import HTTPServer, Request, RequestRoute, Response
 from trainop.operator.progress import (
@@ -22,6 +24,7 @@ from trainop.operator.progress import (
     Refused,
     Target,
     _Bucket,
+    build_api_refusal,
     check_pod_of,
     read_claims,
     read_identity,
@@ -197,3 +200,19 @@ def test_refusals_before_any_api_call_are_one_line() -> None:
     assert got[2] == (404, "no progress endpoint for tfjobs.kubeflow.org/v1\n")
     assert got[3][0] == 413
     assert ROUTE in endpoint.routes()
+
+
+def test_a_failed_api_call_is_one_line_too() -> None:
+    message = 'admission webhook "v" denied the request: spec.x: bad\nmore'
+    response = httpx.Response(
+        400,
+        json={"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "code": 400},
+        request=httpx.Request("PATCH", "https://api"),
+    )
+    got = build_api_refusal(ApiError(response=response))
+    assert (got.status, str(got)) == (
+        502,
+        'the API server answered 400: admission webhook "v" denied the request: spec.x: bad',
+    )
+    got = build_api_refusal(httpx.ConnectError("connection refused"))
+    assert (got.status, str(got)) == (503, "the API server cannot be reached: connection refused")
