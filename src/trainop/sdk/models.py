@@ -145,6 +145,40 @@ class OpenAPIModel:
 # --- the models (names, types and JSON keys as kubeflow-training 1.9.4 has them) ---
 
 
+def _job_types(spec: str) -> dict[str, str]:
+    return {
+        "api_version": "str",
+        "kind": "str",
+        "metadata": "V1ObjectMeta",
+        "spec": spec,
+        "status": "KubeflowOrgV1JobStatus",
+    }
+
+
+def _list_types(item: str) -> dict[str, str]:
+    return {"api_version": "str", "items": f"list[{item}]", "kind": "str", "metadata": "V1ListMeta"}
+
+
+class _JobModel(OpenAPIModel):
+    """A kind's job model (``openapi_types``: ``_job_types(<the kind's spec model>)``)."""
+
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+
+class _JobListModel(OpenAPIModel):
+    """A kind's list model (``openapi_types``: ``_list_types(<the kind's job model>)``)."""
+
+    _required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
+
+
 class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
     openapi_types: ClassVar[dict[str, str]] = {
         "max_replicas": "int",
@@ -172,33 +206,12 @@ class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
     standalone: Any
 
 
-class KubeflowOrgV1JAXJob(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "kind": "str",
-        "metadata": "V1ObjectMeta",
-        "spec": "KubeflowOrgV1JAXJobSpec",
-        "status": "KubeflowOrgV1JobStatus",
-    }
-    api_version: Any
-    kind: Any
-    metadata: Any
-    spec: Any
-    status: Any
+class KubeflowOrgV1JAXJob(_JobModel):
+    openapi_types = _job_types("KubeflowOrgV1JAXJobSpec")
 
 
-class KubeflowOrgV1JAXJobList(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "items": "list[KubeflowOrgV1JAXJob]",
-        "kind": "str",
-        "metadata": "V1ListMeta",
-    }
-    _required: ClassVar[tuple[str, ...]] = ("items",)
-    api_version: Any
-    items: Any
-    kind: Any
-    metadata: Any
+class KubeflowOrgV1JAXJobList(_JobListModel):
+    openapi_types = _list_types("KubeflowOrgV1JAXJob")
 
 
 class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
@@ -245,33 +258,12 @@ class KubeflowOrgV1JobStatus(OpenAPIModel):
     start_time: Any
 
 
-class KubeflowOrgV1MPIJob(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "kind": "str",
-        "metadata": "V1ObjectMeta",
-        "spec": "KubeflowOrgV1MPIJobSpec",
-        "status": "KubeflowOrgV1JobStatus",
-    }
-    api_version: Any
-    kind: Any
-    metadata: Any
-    spec: Any
-    status: Any
+class KubeflowOrgV1MPIJob(_JobModel):
+    openapi_types = _job_types("KubeflowOrgV1MPIJobSpec")
 
 
-class KubeflowOrgV1MPIJobList(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "items": "list[KubeflowOrgV1MPIJob]",
-        "kind": "str",
-        "metadata": "V1ListMeta",
-    }
-    _required: ClassVar[tuple[str, ...]] = ("items",)
-    api_version: Any
-    items: Any
-    kind: Any
-    metadata: Any
+class KubeflowOrgV1MPIJobList(_JobListModel):
+    openapi_types = _list_types("KubeflowOrgV1MPIJob")
 
 
 class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
@@ -303,33 +295,12 @@ class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
     min_replicas: Any
 
 
-class KubeflowOrgV1PaddleJob(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "kind": "str",
-        "metadata": "V1ObjectMeta",
-        "spec": "KubeflowOrgV1PaddleJobSpec",
-        "status": "KubeflowOrgV1JobStatus",
-    }
-    api_version: Any
-    kind: Any
-    metadata: Any
-    spec: Any
-    status: Any
+class KubeflowOrgV1PaddleJob(_JobModel):
+    openapi_types = _job_types("KubeflowOrgV1PaddleJobSpec")
 
 
-class KubeflowOrgV1PaddleJobList(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "items": "list[KubeflowOrgV1PaddleJob]",
-        "kind": "str",
-        "metadata": "V1ListMeta",
-    }
-    _required: ClassVar[tuple[str, ...]] = ("items",)
-    api_version: Any
-    items: Any
-    kind: Any
-    metadata: Any
+class KubeflowOrgV1PaddleJobList(_JobListModel):
+    openapi_types = _list_types("KubeflowOrgV1PaddleJob")
 
 
 class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
@@ -344,33 +315,12 @@ class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
     run_policy: Any
 
 
-class KubeflowOrgV1PyTorchJob(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "kind": "str",
-        "metadata": "V1ObjectMeta",
-        "spec": "KubeflowOrgV1PyTorchJobSpec",
-        "status": "KubeflowOrgV1JobStatus",
-    }
-    api_version: Any
-    kind: Any
-    metadata: Any
-    spec: Any
-    status: Any
+class KubeflowOrgV1PyTorchJob(_JobModel):
+    openapi_types = _job_types("KubeflowOrgV1PyTorchJobSpec")
 
 
-class KubeflowOrgV1PyTorchJobList(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "items": "list[KubeflowOrgV1PyTorchJob]",
-        "kind": "str",
-        "metadata": "V1ListMeta",
-    }
-    _required: ClassVar[tuple[str, ...]] = ("items",)
-    api_version: Any
-    items: Any
-    kind: Any
-    metadata: Any
+class KubeflowOrgV1PyTorchJobList(_JobListModel):
+    openapi_types = _list_types("KubeflowOrgV1PyTorchJob")
 
 
 class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
@@ -456,33 +406,12 @@ class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
     schedule_timeout_seconds: Any
 
 
-class KubeflowOrgV1TFJob(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "kind": "str",
-        "metadata": "V1ObjectMeta",
-        "spec": "KubeflowOrgV1TFJobSpec",
-        "status": "KubeflowOrgV1JobStatus",
-    }
-    api_version: Any
-    kind: Any
-    metadata: Any
-    spec: Any
-    status: Any
+class KubeflowOrgV1TFJob(_JobModel):
+    openapi_types = _job_types("KubeflowOrgV1TFJobSpec")
 
 
-class KubeflowOrgV1TFJobList(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "items": "list[KubeflowOrgV1TFJob]",
-        "kind": "str",
-        "metadata": "V1ListMeta",
-    }
-    _required: ClassVar[tuple[str, ...]] = ("items",)
-    api_version: Any
-    items: Any
-    kind: Any
-    metadata: Any
+class KubeflowOrgV1TFJobList(_JobListModel):
+    openapi_types = _list_types("KubeflowOrgV1TFJob")
 
 
 class KubeflowOrgV1TFJobSpec(OpenAPIModel):
@@ -499,33 +428,12 @@ class KubeflowOrgV1TFJobSpec(OpenAPIModel):
     tf_replica_specs: Any
 
 
-class KubeflowOrgV1XGBoostJob(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "kind": "str",
-        "metadata": "V1ObjectMeta",
-        "spec": "KubeflowOrgV1XGBoostJobSpec",
-        "status": "KubeflowOrgV1JobStatus",
-    }
-    api_version: Any
-    kind: Any
-    metadata: Any
-    spec: Any
-    status: Any
+class KubeflowOrgV1XGBoostJob(_JobModel):
+    openapi_types = _job_types("KubeflowOrgV1XGBoostJobSpec")
 
 
-class KubeflowOrgV1XGBoostJobList(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "api_version": "str",
-        "items": "list[KubeflowOrgV1XGBoostJob]",
-        "kind": "str",
-        "metadata": "V1ListMeta",
-    }
-    _required: ClassVar[tuple[str, ...]] = ("items",)
-    api_version: Any
-    items: Any
-    kind: Any
-    metadata: Any
+class KubeflowOrgV1XGBoostJobList(_JobListModel):
+    openapi_types = _list_types("KubeflowOrgV1XGBoostJob")
 
 
 class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
