@@ -254,12 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> OperatorConfig:
-    """argv (without the program name) → OperatorConfig; FlagError says what to change."""
-    env = os.environ if env is None else env
-    ns = build_parser().parse_args(list(argv))
+def _enabled_kinds(schemes: Sequence[str]) -> list[str]:
+    """--enable-scheme values (repeated or comma-separated) → kinds, in order; none given: all."""
     kinds: list[str] = []
-    for raw in ns.enable_scheme:
+    for raw in schemes:
         for value in str(raw).split(","):
             v = value.strip().lower()
             if not v:
@@ -268,8 +266,11 @@ def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
                 raise FlagError(f"scheme {value.strip()} is not supported yet")
             if SCHEMES[v] not in kinds:
                 kinds.append(SCHEMES[v])
-    if not kinds:
-        kinds = list(KIND_INFO)
+    return kinds or list(KIND_INFO)
+
+
+def _check_flags(ns: argparse.Namespace) -> None:
+    """Combinations and values argparse cannot refuse by itself."""
     if os.path.exists(ns.pytorch_init_container_template_file):
         # Upstream renders this file as a Go template; silently ignoring it would change pods.
         raise FlagError(
@@ -281,15 +282,26 @@ def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Op
         raise FlagError(f"--kube-api-qps {ns.kube_api_qps:g} must not be negative (0 disables the limit)")
     if ns.zap_log_level.lower() not in ("debug", "info", "error", "warn", "warning"):
         raise FlagError(f"--zap-log-level {ns.zap_log_level}: use debug, info or error")
-    pod_ns = env.get("MY_POD_NAMESPACE") or DEFAULT_POD_NAMESPACE
     if ns.trainer_progress and not ns.enable_webhook:
         raise FlagError(
             "--trainer-progress is served on the webhook's HTTPS server: drop --enable-webhook=false, "
             "or --trainer-progress"
         )
-    server = str(ns.trainer_progress_server).rstrip("/")
+    server = str(ns.trainer_progress_server)
     if server and not server.startswith("https://"):
-        raise FlagError(f"--trainer-progress-server {server}: use an https:// URL (the pods check the CA)")
+        raise FlagError(
+            f"--trainer-progress-server {server.rstrip('/')}: use an https:// URL (the pods check the CA)"
+        )
+
+
+def parse_flags(argv: Sequence[str], env: Mapping[str, str] | None = None) -> OperatorConfig:
+    """argv (without the program name) → OperatorConfig; FlagError says what to change."""
+    env = os.environ if env is None else env
+    ns = build_parser().parse_args(list(argv))
+    _check_flags(ns)
+    kinds = _enabled_kinds(ns.enable_scheme)
+    pod_ns = env.get("MY_POD_NAMESPACE") or DEFAULT_POD_NAMESPACE
+    server = str(ns.trainer_progress_server).rstrip("/")
     namespace = ns.namespace if ns.namespace is not None else env.get("KUBEFLOW_NAMESPACE", "")
     identity = env.get("MY_POD_NAME") or f"{os.uname().nodename}_{os.getpid()}"
     hosts = [f"{ns.webhook_service_name}.{pod_ns}.svc", *ns.webhook_cert_host]
