@@ -194,10 +194,16 @@ REASON_DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
 # JobSet's condition reasons, which upstream copies into the TrainJob's Complete and Failed conditions.
 REASON_ALL_JOBS_COMPLETED: Final = "AllJobsCompleted"
 REASON_FAILED_JOBS: Final = "FailedJobs"
+REASON_REACHED_MAX_RESTARTS: Final = "ReachedMaxRestarts"  # failurePolicy.maxRestarts spent
 # JobSet's pod labels and annotations the addressing and tooling read (JobSet v0.8+).
 LABEL_JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 LABEL_REPLICATED_JOB_NAME: Final = "jobset.sigs.k8s.io/replicatedjob-name"
 LABEL_JOB_INDEX: Final = "jobset.sigs.k8s.io/job-index"
+# JobSet's restart attempt (its status.restarts when the pod's Job was made), label and annotation.
+LABEL_JOBSET_RESTART_ATTEMPT: Final = "jobset.sigs.k8s.io/restart-attempt"
+# Where trainop keeps JobSet's status.restarts without a JobSet: on the TrainJob, since upstream's
+# TrainJob status schema has no field for it (its CRD would prune one).
+ANNOTATION_JOBSET_RESTARTS: Final = "trainop.dev/jobset-restarts"
 ANNOTATION_JOB_COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
 LABEL_JOB_COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
 # The downward-API path upstream's plugins read the node rank from.

@@ -4,10 +4,12 @@ go, and the TrainJob's status. Pure: ``now`` comes in, ``requeue_after`` goes ou
 It does what upstream's JobSet and Job controllers do for a TrainJob, on the resolver's steps: a step's
 pods are created once its ``dependsOn`` holds (``Complete``: every pod of that step succeeded;
 ``Ready``: every pod runs and is ready, or succeeded); any failed pod fails the TrainJob (JobSet's
-default failure policy, reason ``FailedJobs``); the success policy's target steps all succeeded
-completes it (``AllJobsCompleted``); ``suspend`` deletes the pods (``Suspended``/``Resumed``);
-``activeDeadlineSeconds`` counts from creation or the last resume (``DeadlineExceeded``). A
-finished TrainJob keeps its succeeded and failed pods and loses the running ones.
+default failure policy, reason ``FailedJobs``; with the runtime's ``failurePolicy.maxRestarts`` every
+pod is restarted that many times first, then ``ReachedMaxRestarts``); the success policy's target
+steps all succeeded completes it (``AllJobsCompleted``); ``suspend`` deletes the pods
+(``Suspended``/``Resumed``); ``activeDeadlineSeconds`` counts from creation or the last resume
+(``DeadlineExceeded``). A finished TrainJob keeps its succeeded and failed pods and loses the running
+ones.
 ``status.jobsStatus`` counts child Jobs per step as JobSet reports them.
 """
 
@@ -19,14 +21,17 @@ from datetime import datetime
 from typing import Any
 
 from trainop.api.constants import (
+    ANNOTATION_JOBSET_RESTARTS,
     COND_FAILED,
     COND_SUSPENDED,
     COND_TRAINJOB_COMPLETE,
     LABEL_JOB_INDEX,
+    LABEL_JOBSET_RESTART_ATTEMPT,
     LABEL_REPLICATED_JOB_NAME,
     REASON_ALL_JOBS_COMPLETED,
     REASON_DEADLINE_EXCEEDED,
     REASON_FAILED_JOBS,
+    REASON_REACHED_MAX_RESTARTS,
     REASON_RESUMED,
     REASON_SUSPENDED,
 )
@@ -34,6 +39,7 @@ from trainop.core.trainjob import ResolvedTrainJob
 
 MESSAGE_COMPLETED = "jobset completed successfully"  # JobSet's AllJobsCompletedMessage
 MESSAGE_FAILED_JOBS = "jobset failed due to one or more job failures"  # JobSet's FailedJobsMessage
+MESSAGE_REACHED_MAX_RESTARTS = "jobset failed due to reaching max number of restarts"  # JobSet's
 MESSAGE_SUSPENDED = "TrainJob is suspended"
 MESSAGE_RESUMED = "TrainJob is resumed"
 MESSAGE_DEADLINE = "TrainJob exceeded its active deadline"
@@ -46,6 +52,9 @@ class TrainJobPlan:
     delete_pods: list[str] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)  # the TrainJob's whole status
     requeue_after: float | None = None
+    # JobSet's status.restarts to record (ANNOTATION_JOBSET_RESTARTS) before the pods are deleted:
+    # a restart of every pod under the runtime's failurePolicy.maxRestarts.
+    restarts: int | None = None
 
 
 def _phase(pod: Mapping[str, Any]) -> str:
@@ -107,71 +116,154 @@ def _parse_time(text: object) -> datetime | None:
         return None
 
 
+def compute_max_restarts(resolved: ResolvedTrainJob) -> int | None:
+    """The runtime's JobSet ``failurePolicy.maxRestarts``; None without a failurePolicy (JobSet then
+    fails at the first failed Job, reason FailedJobs, rather than ReachedMaxRestarts)."""
+    template = resolved.runtime.spec.template
+    policy = template.spec.failure_policy if template is not None and template.spec is not None else None
+    if policy is None:
+        return None
+    value = policy.get("maxRestarts")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def compute_restarts(job: Any) -> int:
+    """JobSet's ``status.restarts`` for this TrainJob (kept in an annotation on it; 0 when absent)."""
+    value = (job.metadata.annotations or {}).get(ANNOTATION_JOBSET_RESTARTS, "0")
+    return int(value) if str(value).isdigit() else 0
+
+
+def _attempt(pod: Mapping[str, Any]) -> int:
+    value = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_JOBSET_RESTART_ATTEMPT, "0")
+    return int(value) if str(value).isdigit() else 0
+
+
+@dataclass
+class _Pass:
+    """What one pass knows: the job, its pods of the current attempt (``by_name``), the pods of earlier
+    attempts still there (``stale``), and the plan it fills."""
+
+    resolved: ResolvedTrainJob
+    by_name: dict[str, Mapping[str, Any]]
+    stale: list[str]
+    restarts: int
+    plan: TrainJobPlan
+    now: datetime
+
+    @property
+    def live(self) -> list[str]:
+        return [n for n, p in self.by_name.items() if _phase(p) not in ("Succeeded", "Failed")]
+
+    def finish(self, delete: list[str], *, suspended: bool = False) -> TrainJobPlan:
+        self.plan.delete_pods = sorted({*delete, *self.stale})
+        by_name = {} if suspended else self.by_name
+        self.plan.status["jobsStatus"] = count_jobs_status(self.resolved, by_name, suspended=suspended)
+        return self.plan
+
+
 def reconcile_trainjob(
     resolved: ResolvedTrainJob, pods: Sequence[Mapping[str, Any]], now: datetime
 ) -> TrainJobPlan:
     """The pass for ``resolved`` (its ``job`` carries the current status) given its observed pods."""
     job = resolved.job
     status: dict[str, Any] = job.status.to_dict() if job.status is not None else {}
-    plan = TrainJobPlan(status=status)
-    by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
-    live = [n for n, p in by_name.items() if _phase(p) not in ("Succeeded", "Failed")]
+    restarts = compute_restarts(job)
+    observed = {str((p.get("metadata") or {}).get("name")): p for p in pods}
+    current = {n: p for n, p in observed.items() if _attempt(p) >= restarts}
+    stale = sorted(n for n in observed if n not in current)
+    step = _Pass(resolved, current, stale, restarts, TrainJobPlan(status=status), now)
 
     if is_finished(status):
-        plan.delete_pods = live
-        plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
-        return plan
-
-    suspended = _condition(status, COND_SUSPENDED)
+        return step.finish(step.live)
     if job.spec.suspend:
-        set_condition(plan.status, COND_SUSPENDED, "True", REASON_SUSPENDED, MESSAGE_SUSPENDED, now)
-        plan.delete_pods = sorted(by_name)
-        plan.status["jobsStatus"] = count_jobs_status(resolved, {}, suspended=True)
-        return plan
+        set_condition(step.plan.status, COND_SUSPENDED, "True", REASON_SUSPENDED, MESSAGE_SUSPENDED, now)
+        return step.finish(sorted(current), suspended=True)
+    _resume(step)
+    for decide in (_check_deadline, _check_failed, _check_complete):
+        plan = decide(step)
+        if plan is not None:
+            return plan
+    _create_ready_steps(step, observed)
+    return step.finish([])
+
+
+def _resume(step: _Pass) -> None:
+    suspended = _condition(step.plan.status, COND_SUSPENDED)
     if suspended is not None and suspended.get("status") == "True":
-        set_condition(plan.status, COND_SUSPENDED, "False", REASON_RESUMED, MESSAGE_RESUMED, now)
+        set_condition(step.plan.status, COND_SUSPENDED, "False", REASON_RESUMED, MESSAGE_RESUMED, step.now)
 
+
+def _check_deadline(step: _Pass) -> TrainJobPlan | None:
+    """activeDeadlineSeconds, from creation or the last resume (upstream's TrainJob controller)."""
+    job = step.resolved.job
     deadline = job.spec.active_deadline_seconds
-    if deadline is not None:
-        resumed = _condition(plan.status, COND_SUSPENDED)
-        start = _parse_time(resumed.get("lastTransitionTime")) if resumed else None
-        start = start or job.metadata.creation_timestamp
-        if start is not None:
-            elapsed = (now - start).total_seconds()
-            if elapsed >= deadline:
-                set_condition(
-                    plan.status, COND_FAILED, "True", REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE, now
-                )
-                plan.delete_pods = live
-                plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
-                return plan
-            plan.requeue_after = deadline - elapsed
+    if deadline is None:
+        return None
+    resumed = _condition(step.plan.status, COND_SUSPENDED)
+    start = (
+        _parse_time(resumed.get("lastTransitionTime")) if resumed else None
+    ) or job.metadata.creation_timestamp
+    if start is None:
+        return None
+    elapsed = (step.now - start).total_seconds()
+    if elapsed < deadline:
+        step.plan.requeue_after = deadline - elapsed
+        return None
+    set_condition(step.plan.status, COND_FAILED, "True", REASON_DEADLINE_EXCEEDED, MESSAGE_DEADLINE, step.now)
+    return step.finish(step.live)
 
-    if any(_phase(p) == "Failed" for p in by_name.values()):
-        set_condition(plan.status, COND_FAILED, "True", REASON_FAILED_JOBS, MESSAGE_FAILED_JOBS, now)
-        plan.delete_pods = live
-        plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
-        return plan
 
+def _check_failed(step: _Pass) -> TrainJobPlan | None:
+    """A failed pod fails its Job, and JobSet's failure policy decides (failure_policy.go without
+    rules): while fewer than maxRestarts restarts were made, every pod goes and the next attempt
+    starts; then, or without a failurePolicy, the TrainJob fails."""
+    if not any(_phase(p) == "Failed" for p in step.by_name.values()):
+        return None
+    max_restarts = compute_max_restarts(step.resolved)
+    if max_restarts is not None and step.restarts < max_restarts:
+        step.plan.restarts = step.restarts + 1
+        return step.finish(sorted(step.by_name))
+    if max_restarts is None:
+        reason, message = REASON_FAILED_JOBS, MESSAGE_FAILED_JOBS
+    else:
+        reason, message = REASON_REACHED_MAX_RESTARTS, MESSAGE_REACHED_MAX_RESTARTS
+    set_condition(step.plan.status, COND_FAILED, "True", reason, message, step.now)
+    return step.finish(step.live)
+
+
+def _check_complete(step: _Pass) -> TrainJobPlan | None:
+    resolved = step.resolved
     targets = resolved.success_targets or tuple(s.name for s in resolved.steps)
-    done = [_step_succeeded(resolved, by_name, t) for t in targets]
-    if (resolved.success_operator == "Any" and any(done)) or all(done):
-        set_condition(
-            plan.status, COND_TRAINJOB_COMPLETE, "True", REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED, now
-        )
-        plan.delete_pods = live
-        plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
-        return plan
+    done = [_step_succeeded(resolved, step.by_name, t) for t in targets]
+    if not ((resolved.success_operator == "Any" and any(done)) or all(done)):
+        return None
+    set_condition(
+        step.plan.status,
+        COND_TRAINJOB_COMPLETE,
+        "True",
+        REASON_ALL_JOBS_COMPLETED,
+        MESSAGE_COMPLETED,
+        step.now,
+    )
+    return step.finish(step.live)
 
-    plan.create_objects = [*resolved.objects, resolved.build_service()]
-    for step in resolved.steps:
-        if not all(_dep_met(resolved, by_name, d, s) for d, s in step.depends_on):
+
+def _create_ready_steps(step: _Pass, observed: Mapping[str, Any]) -> None:
+    """The objects, and the pods of each step whose dependsOn holds; a name still held by a pod of an
+    earlier attempt waits for it to go."""
+    resolved = step.resolved
+    step.plan.create_objects = [*resolved.objects, resolved.build_service()]
+    attempt = str(step.restarts)
+    for s in resolved.steps:
+        if not all(_dep_met(resolved, step.by_name, d, status) for d, status in s.depends_on):
             continue
-        for pod in resolved.pods(step.name):
-            if pod.name not in by_name:
-                plan.create_pods.append(pod.pod)
-    plan.status["jobsStatus"] = count_jobs_status(resolved, by_name, suspended=False)
-    return plan
+        for pod in resolved.pods(s.name):
+            if pod.name in observed:
+                continue
+            meta = pod.pod["metadata"]
+            meta["labels"][LABEL_JOBSET_RESTART_ATTEMPT] = attempt
+            meta["annotations"][LABEL_JOBSET_RESTART_ATTEMPT] = attempt
+            step.plan.create_pods.append(pod.pod)
 
 
 def _step_pods(resolved: ResolvedTrainJob, by_name: Mapping[str, Mapping[str, Any]], step: str) -> list[Any]:

@@ -23,6 +23,7 @@ from lightkube.generic_resource import create_global_resource, create_namespaced
 from lightkube.types import PatchType
 
 from trainop.api.constants import (
+    ANNOTATION_JOBSET_RESTARTS,
     KIND_CLUSTER_TRAINING_RUNTIME,
     KIND_TRAINING_RUNTIME,
     KIND_TRAINJOB,
@@ -213,6 +214,15 @@ class TrainJobController:
         for pod in plan.create_pods:
             pod["metadata"]["ownerReferences"] = [owner]
             await self._create(r.Pod, pod)
+        if plan.restarts is not None:  # recorded first: a crash before the deletes must not lose it
+            await self.api.patch(
+                TrainJobResource,
+                job.name,
+                {"metadata": {"annotations": {ANNOTATION_JOBSET_RESTARTS: str(plan.restarts)}}},
+                namespace=ns,
+                patch_type=PatchType.MERGE,
+            )
+            log.info("trainjob %s/%s: restarting every pod (attempt %d)", ns, job.name, plan.restarts)
         for name in plan.delete_pods:
             with contextlib.suppress(ApiError):
                 await self.api.delete(r.Pod, name, namespace=ns)

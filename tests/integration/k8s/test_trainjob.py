@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from k8s_harness import REPO, Cluster, OperatorProcess
 from lightkube.types import PatchType
 
@@ -265,6 +266,39 @@ def test_a_failing_node_fails_the_trainjob(trainjobs: Cluster) -> None:
         "FailedJobs",
         "jobset failed due to one or more job failures",
     )
+
+
+def test_max_restarts_restarts_every_pod_then_fails_with_jobsets_reason(
+    trainjobs: Cluster, k8s_env: K8sEnv
+) -> None:
+    """JobSet's failurePolicy.maxRestarts in the runtime: each failure of a node deletes every pod and
+    starts the next attempt (pods labelled jobset.sigs.k8s.io/restart-attempt), twice; the third
+    failure fails the TrainJob with JobSet's ReachedMaxRestarts."""
+    runtime = yaml.safe_load((RUNTIMES / "torch-distributed.yaml").read_text())
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {**runtime["metadata"], "name": "ns-restarting", "namespace": trainjobs.namespace}
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 2}
+    k8s_env.kubectl("apply", "-f", "-", input=json.dumps(runtime))
+    create(trainjobs, trainjob("rs", "ns-restarting", {"node": "fail"}, trainer={"numNodes": 2}))
+    attempts: set[str] = set()
+
+    def failed() -> dict[str, Any] | None:
+        for p in pods(trainjobs, "rs"):
+            attempts.add(p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"])
+        for c in (get(trainjobs, "rs").get("status") or {}).get("conditions") or []:
+            if c["type"] == "Failed" and c["status"] == "True":
+                return dict(c)
+        return None
+
+    cond = wait_for(failed, 120, "TrainJob rs Failed")
+    assert (cond["reason"], cond["message"]) == (
+        "ReachedMaxRestarts",
+        "jobset failed due to reaching max number of restarts",
+    )
+    assert get(trainjobs, "rs")["metadata"]["annotations"]["trainop.dev/jobset-restarts"] == "2"
+    last = pods(trainjobs, "rs")
+    assert [p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for p in last] == ["2", "2"]
+    assert "2" in attempts
 
 
 def test_suspend_and_resume(trainjobs: Cluster) -> None:

@@ -183,3 +183,70 @@ def test_a_finished_job_stays_finished() -> None:
     r = resolved("torch-distributed", status=done, trainer={"numNodes": 2})
     plan = reconcile_trainjob(r, [pod("j-node-0-0", "node", "Succeeded")], T0)
     assert plan.create_pods == [] and conditions(plan.status) == [("Complete", "True", "AllJobsCompleted")]
+
+
+# --- JobSet's failurePolicy.maxRestarts (jobset pkg/controllers/failure_policy.go, no rules) ------------
+
+
+def restarting(max_restarts: int, restarts: int | None = None) -> ResolvedTrainJob:
+    raw = yaml.safe_load((RUNTIMES_DIR / "torch-distributed.yaml").read_text())
+    raw["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": max_restarts}
+    rt = parse_trainer_object(raw)
+    meta: dict[str, Any] = {"name": "j", "namespace": "ns", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    if restarts is not None:
+        meta["annotations"] = {"trainop.dev/jobset-restarts": str(restarts)}
+    job = parse_trainer_object(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": meta,
+            "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
+        }
+    )
+    assert isinstance(rt, TrainingRuntime) and isinstance(job, TrainJob)
+    return resolve_trainjob(job, rt, REGISTRY)
+
+
+def attempt(p: dict[str, Any], n: int) -> dict[str, Any]:
+    p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] = str(n)
+    return p
+
+
+def test_pods_carry_the_restart_attempt() -> None:
+    plan = reconcile_trainjob(restarting(2, restarts=1), [], T0)
+    for p in plan.create_pods:
+        assert p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] == "1"
+        assert p["metadata"]["annotations"]["jobset.sigs.k8s.io/restart-attempt"] == "1"
+
+
+def test_a_failed_node_restarts_every_pod_while_restarts_are_left() -> None:
+    pods = [attempt(pod("j-node-0-0", "node", "Failed"), 0), attempt(pod("j-node-0-1", "node", "Running"), 0)]
+    plan = reconcile_trainjob(restarting(2), pods, T0)
+    assert plan.restarts == 1
+    assert sorted(plan.delete_pods) == ["j-node-0-0", "j-node-0-1"]
+    assert plan.create_pods == [] and conditions(plan.status) == []
+
+
+def test_stale_pods_go_before_the_next_attempt_starts() -> None:
+    """JobSet deletes the Jobs of earlier attempts (restart-attempt < status.restarts) and creates the
+    new ones; here the names are the same, so a name is free again only once its old pod is gone."""
+    r = restarting(2, restarts=1)
+    stale = [attempt(pod("j-node-0-0", "node", "Failed"), 0)]
+    plan = reconcile_trainjob(r, stale, T0)
+    assert plan.delete_pods == ["j-node-0-0"]
+    assert [p["metadata"]["name"] for p in plan.create_pods] == ["j-node-0-1"]
+    assert conditions(plan.status) == [] and plan.restarts is None
+
+
+def test_the_last_allowed_restart_spent_fails_with_jobsets_reason() -> None:
+    pods = [attempt(pod("j-node-0-0", "node", "Failed"), 2), attempt(pod("j-node-0-1", "node", "Running"), 2)]
+    plan = reconcile_trainjob(restarting(2, restarts=2), pods, T0)
+    assert plan.restarts is None
+    assert conditions(plan.status) == [("Failed", "True", "ReachedMaxRestarts")]
+    assert plan.status["conditions"][0]["message"] == "jobset failed due to reaching max number of restarts"
+    assert plan.delete_pods == ["j-node-0-1"]
+
+
+def test_max_restarts_zero_fails_at_once_with_jobsets_reason() -> None:
+    plan = reconcile_trainjob(restarting(0), [attempt(pod("j-node-0-0", "node", "Failed"), 0)], T0)
+    assert conditions(plan.status) == [("Failed", "True", "ReachedMaxRestarts")]

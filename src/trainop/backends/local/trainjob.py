@@ -38,6 +38,7 @@ from trainop.api.constants import (
     NODE,
     REASON_ALL_JOBS_COMPLETED,
     REASON_FAILED_JOBS,
+    REASON_REACHED_MAX_RESTARTS,
 )
 from trainop.api.errors import FieldError, InvalidJobError
 from trainop.api.trainer import TrainingRuntime, TrainJob
@@ -59,6 +60,7 @@ from trainop.core.trainjob import (
 from trainop.core.trainjob_status import (
     MESSAGE_COMPLETED,
     MESSAGE_FAILED_JOBS,
+    compute_max_restarts,
     count_jobs_status,
     set_condition,
 )
@@ -191,7 +193,8 @@ class LocalTrainJobRun:
         self._written: dict[str, Any] | None = None
         self._runner = build_identity(os.getpid())
         self.restarts = 0
-        self.max_restarts = _max_restarts(resolved)
+        self.policy_max_restarts = compute_max_restarts(resolved)  # None: no failurePolicy
+        self.max_restarts = self.policy_max_restarts or 0
 
     # -- building ------------------------------------------------------------------------------------
 
@@ -303,7 +306,9 @@ class LocalTrainJobRun:
                 status, COND_TRAINJOB_COMPLETE, "True", REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED, _now()
             )
         elif verdict == "Failed":
-            reason = REASON_FAILED_JOBS if self.reason != "interrupted" else "Interrupted"
+            # JobSet's reasons: FailedJobs, or ReachedMaxRestarts under a failurePolicy.
+            reason = REASON_FAILED_JOBS if self.policy_max_restarts is None else REASON_REACHED_MAX_RESTARTS
+            reason = reason if self.reason != "interrupted" else "Interrupted"
             set_condition(status, COND_FAILED, "True", reason, self.reason or MESSAGE_FAILED_JOBS, _now())
         obj["status"] = status
         live = [p for s in self.pods.values() for p in s.running if p.popen.poll() is None]
@@ -433,14 +438,6 @@ class LocalTrainJobRun:
                 _signal_group(proc.popen, signal.SIGKILL)
                 proc.popen.wait()
             proc.reader.join(timeout=1)
-
-
-def _max_restarts(resolved: ResolvedTrainJob) -> int:
-    """The runtime's JobSet ``failurePolicy.maxRestarts`` (0: a failed pod fails the TrainJob)."""
-    template = resolved.runtime.spec.template
-    policy = (template.spec.failure_policy if template is not None and template.spec else None) or {}
-    value = policy.get("maxRestarts")
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _now() -> datetime:
