@@ -1,6 +1,7 @@
 """``trainop run`` keeps torchrun's promises (issue 24), for real processes: ``--max-restarts`` restarts
 the whole job and a later attempt that succeeds Succeeds, torchrun's spellings and a script's own
-options after its path, and torchrun's variables on every rank with one process per node."""
+options after its path, torchrun's variables on every rank with one process per node; and the flag table
+has a row for every option of the installed torchrun."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from local_harness import run_cli
+
+from trainop.cli.script_job import TORCHRUN_FLAGS
 
 # Fails on its first attempt only (a file in the working directory remembers it).
 ONCE = """\
@@ -244,3 +247,16 @@ def test_a_failed_script_job_stops_its_other_replicas(home: Path, tmp_path: Path
     )
     backend.close()
     assert (result.returncode, left, "still running" in result.stdout) == (1, "none", False), result.stdout
+
+
+def test_the_flag_table_names_every_option_of_the_installed_torchrun() -> None:
+    """docs/cli.md's table (``TORCHRUN_FLAGS``, tested row by row in tests/unit/cli/test_torchrun_flags.py)
+    has a row for each option torchrun's own parser takes."""
+    run = pytest.importorskip("torch.distributed.run", reason="make extra-torch installs torch")
+    theirs = {
+        max(a.option_strings, key=len).replace("_", "-")
+        for a in run.get_args_parser()._actions
+        if a.option_strings and "--help" not in a.option_strings
+    }
+    ours = {n for f in TORCHRUN_FLAGS for n in f.names if n.startswith("--")}
+    assert sorted(theirs - ours) == []

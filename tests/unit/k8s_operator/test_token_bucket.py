@@ -18,12 +18,15 @@ from trainop.backends.kubernetes.client import (
 
 
 class FakeClock:
-    """A monotonic clock that stands still, so no token is refilled while the test looks."""
+    """A monotonic clock that stands still, so no token is refilled while the test looks (or moves on
+    ``step`` at each reading)."""
 
     def __init__(self) -> None:
         self.t = 0.0
+        self.step = 0.0  # how far each reading moves it on
 
     def __call__(self) -> float:
+        self.t += self.step
         return self.t
 
 
@@ -115,10 +118,13 @@ def test_status_writes_go_before_a_creation_burst() -> None:
 
 
 def test_events_get_a_fair_share_under_a_sustained_burst() -> None:
-    """Every EVENT_SHARE-th token goes to a waiting event, so events are late, never starved."""
+    """Every EVENT_SHARE-th token goes to a waiting event, so events are late, never starved. The clock
+    stands still until every request waits, then each reading of it is one token later (on the real
+    clock, a loaded machine let a token refill before the first request queued: it went first)."""
 
     async def go() -> list[str]:
-        bucket = TokenBucket(qps=1000.0, burst=1)
+        clock = FakeClock()
+        bucket = TokenBucket(qps=1000.0, burst=1, clock=clock)
         await bucket.acquire()
         order: list[str] = []
 
@@ -127,12 +133,12 @@ def test_events_get_a_fair_share_under_a_sustained_burst() -> None:
             order.append(name)
 
         n = 2 * EVENT_SHARE
-        await asyncio.wait_for(
-            asyncio.gather(
-                want("event-0", PRIORITY_EVENT), *(want(f"pod-{i}", PRIORITY_WRITE) for i in range(n))
-            ),
-            5,
-        )
+        wanted = [asyncio.create_task(want("event-0", PRIORITY_EVENT))]
+        wanted += [asyncio.create_task(want(f"pod-{i}", PRIORITY_WRITE)) for i in range(n)]
+        for _ in range(3):
+            await asyncio.sleep(0)
+        clock.step = 1 / bucket.qps
+        await asyncio.wait_for(asyncio.gather(*wanted), 5)
         return order
 
     order = asyncio.run(go())
