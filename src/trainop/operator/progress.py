@@ -342,7 +342,9 @@ class PodPreparer:
         self.client = client
         self.server = server
         self.ca_pem = ca_pem
-        self._written: dict[tuple[str, str], bytes] = {}  # (namespace, ConfigMap) → CA it holds
+        # (namespace, ConfigMap, owner uid) → the CA it holds. The uid: a job deleted and made again
+        # under its name needs the ConfigMap again (the old one goes with the old job).
+        self._written: dict[tuple[str, str, str], bytes] = {}
 
     async def prepare(
         self,
@@ -367,22 +369,44 @@ class PodPreparer:
         if ca is None:
             raise RuntimeError("the webhook certificate's CA is not loaded yet")
         cm_name = build_tls_config_map_name(str(owner["name"]))
-        if self._written.get((namespace, cm_name)) == ca:
+        key = (namespace, cm_name, str(owner.get("uid") or ""))
+        if self._written.get(key) == ca:
             return
         labels = {LABEL_TLS_CONFIG: "true"}
         cm = build_tls_config_map(str(owner["name"]), namespace, ca.decode(), owner, labels)
-        api = self.client.api
         with request_priority(PRIORITY_WRITE):
+            await self._create_or_fix(cm)
+        self._written[key] = ca
+
+    async def _create_or_fix(self, cm: dict[str, Any], tries: int = 3) -> None:
+        """Create ``cm``; one already there (a rotation missed, or a job of the same name that was
+        deleted: its owner is gone and the garbage collector would take it) gets ``cm``'s CA and
+        owner."""
+        api = self.client.api
+        meta = cm["metadata"]
+        for _ in range(tries):
             try:
                 await api.create(r.ConfigMap(cm))
+                return
             except Exception as exc:
                 if api_status_code(exc) != 409:
                     raise
-                current = dict(await api.get(r.ConfigMap, cm_name, namespace=namespace))
-                if (current.get("data") or {}).get(CA_KEY) != ca.decode():
-                    current["data"] = {**(current.get("data") or {}), CA_KEY: ca.decode()}
-                    await api.replace(r.ConfigMap(current))
-        self._written[(namespace, cm_name)] = ca
+            try:
+                current = dict(await api.get(r.ConfigMap, meta["name"], namespace=meta["namespace"]))
+                cmeta = current.get("metadata") or {}
+                if (
+                    current.get("data") == cm["data"]
+                    and cmeta.get("ownerReferences") == meta["ownerReferences"]
+                ):
+                    return
+                current["data"] = cm["data"]
+                current["metadata"] = {**cmeta, "ownerReferences": meta["ownerReferences"]}
+                await api.replace(r.ConfigMap(current))
+                return
+            except Exception as exc:
+                if api_status_code(exc) not in (404, 409):  # deleted or changed meanwhile: again
+                    raise
+        raise RuntimeError(f"ConfigMap {meta['namespace']}/{meta['name']} keeps changing; retrying later")
 
     async def rotate(self, namespace: str | None) -> None:
         """After the CA changed: every ConfigMap of ours gets the new one (pods see it within the
@@ -404,7 +428,10 @@ class PodPreparer:
                         if api_status_code(exc) not in (404, 409):
                             raise
                         continue
-                self._written[(str(meta.get("namespace")), str(meta.get("name")))] = ca
+                for ref in meta.get("ownerReferences") or ():
+                    self._written[
+                        (str(meta.get("namespace")), str(meta.get("name")), str(ref.get("uid")))
+                    ] = ca
 
 
 class ProgressTarget:

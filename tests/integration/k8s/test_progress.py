@@ -117,7 +117,9 @@ def test_posts_from_a_jobs_own_pods_land_on_the_job_and_others_are_refused(
         ENV_TRAINER_SERVER_CA_CERT: str(ca),
         ENV_TRAINER_SERVER_TOKEN: str(token),
     }
-    assert post_progress(percentage=40, remaining_seconds=90, metrics={"loss": 0.42, "epoch": 2}, env=env)
+    assert post_progress(
+        percentage=40, remaining_seconds=90, metrics={"loss": 0.42, "epoch": 2}, env=env, timeout=30
+    )
     stored = json.loads(
         (cluster.job("PyTorchJob", "prog") or {})["metadata"]["annotations"][ANNOTATION_TRAINER_STATUS]
     )
@@ -148,6 +150,17 @@ def test_posts_from_a_jobs_own_pods_land_on_the_job_and_others_are_refused(
     )
     assert stored["progressPercentage"] == 40  # no refused post changed it
 
+    # A job deleted and made again under its name: the new one's pods need the ConfigMap again,
+    # owned by the new job (the garbage collector takes the old job's).
+    cluster.delete_job("PyTorchJob", "other")
+    uid = cluster.create(pytorch_job("other").master(1).build_dict())["metadata"]["uid"]
+
+    def owned_by_new() -> dict[str, Any] | None:
+        cm = cluster.get(r.ConfigMap, "other-tls-config")
+        return cm if cm and cm["metadata"]["ownerReferences"][0]["uid"] == uid else None
+
+    wait_for(owned_by_new, 60, "other-tls-config owned by the new job")
+
 
 @pytest.mark.usefixtures("runtimes")
 def test_a_trainjobs_pods_post_to_its_trainer_status(
@@ -173,11 +186,11 @@ def test_a_trainjobs_pods_post_to_its_trainer_status(
         ENV_TRAINER_SERVER_CA_CERT: str(ca),
         ENV_TRAINER_SERVER_TOKEN: str(token),
     }
-    assert post_progress(percentage=25, metrics={"loss": "1.5"}, env=env)
+    assert post_progress(percentage=25, metrics={"loss": "1.5"}, env=env, timeout=30)
     status = dict(cluster.client.get(TrainJobResource, "tj", namespace=ns).to_dict())["status"]
     assert status["trainerStatus"]["progressPercentage"] == 25
     assert status["trainerStatus"]["metrics"] == [{"name": "loss", "value": "1.5"}]
-    assert post_progress(percentage=30, env=env)  # a later post replaces the whole trainerStatus
+    assert post_progress(percentage=30, env=env, timeout=30)  # a later post replaces the whole trainerStatus
     status = dict(cluster.client.get(TrainJobResource, "tj", namespace=ns).to_dict())["status"]
     assert status["trainerStatus"]["progressPercentage"] == 30 and "metrics" not in status["trainerStatus"]
     assert status["jobsStatus"], status  # the controller's own status is still there
