@@ -1212,19 +1212,26 @@ def get(
     if name is not None and kind is None and (trainjob := _find_trainjob(backend, name, namespace)):
         _print_trainjobs([trainjob], output, all_namespaces, single=True, scope=scope)
         return
+
+    def current_trainjobs() -> list[dict[str, Any]]:  # with no kind, the table has TrainJobs too
+        return _list_trainjobs_too(backend, scope, reqs) if kind is None and name is None else []
+
     jobs = [_call(backend.get, name, namespace, kind)] if name is not None else current()
+    trainjobs = current_trainjobs()
     if output not in (None, "wide"):
-        _print_objects([j.to_dict() for j in jobs], output, single=name is not None)
+        _print_objects([j.to_dict() for j in jobs] + trainjobs, output, single=name is not None)
         return
-    if not jobs and not watch:
+    if not jobs and not trainjobs and not watch:
         _console(stderr=True).print(_escape(_no_jobs(backend, kind, scope)))
         return
     wide = output == "wide"
     columns = build_job_columns(all_namespaces, kind, wide)
 
     def snapshot() -> dict[tuple[str, str], list[str]]:
-        rows = {}
+        from trainop.cli.trainjob_cmd import build_trainjob_job_row
+
         now = time.time()
+        rows = {}
         for j in current():
             restarts = None
             if wide:
@@ -1235,9 +1242,25 @@ def get(
             rows[(j.namespace, j.name)] = build_job_row(
                 j, compute_display_state(j), all_namespaces, kind, restarts, now
             )
+        for o in current_trainjobs():  # keyed apart: a v1 job and a TrainJob may share a name
+            key = (str(o["metadata"].get("namespace")), f"TrainJob/{o['metadata']['name']}")
+            rows[key] = build_trainjob_job_row(o, all_namespaces, wide, now)
         return rows
 
     _print_and_watch(columns, snapshot, watch, "STATE")
+
+
+def _list_trainjobs_too(backend: JobClient, scope: str | None, reqs: Any) -> list[dict[str, Any]]:
+    """The TrainJobs `get` without a kind lists beside the v1 jobs: none where the backend serves
+    none (a cluster without the TrainJob CRD)."""
+    from trainop.backends.base import BackendError
+    from trainop.cli.selectors import matches
+
+    try:
+        found = backend.list_trainjobs(scope)
+    except BackendError:
+        return []
+    return [o for o in found if reqs is None or matches((o.get("metadata") or {}).get("labels"), reqs)]
 
 
 def _find_trainjob(backend: JobClient, name: str, namespace: str) -> dict[str, Any] | None:

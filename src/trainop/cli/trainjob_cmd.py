@@ -62,26 +62,52 @@ def trainjob_state(obj: Mapping[str, Any]) -> str:
     return "Running"
 
 
+def _age(meta: Mapping[str, Any], now: float) -> str:
+    from trainop.cli.format import format_age, parse_timestamp
+
+    created = parse_timestamp(meta.get("creationTimestamp"))
+    return format_age(now - created) if created is not None else "?"
+
+
 def build_trainjob_rows(
     objs: Sequence[Mapping[str, Any]], all_namespaces: bool, now: float
 ) -> tuple[list[str], list[list[str]]]:
     """``get trainjobs``' columns and rows: NAME STATE RUNTIME AGE (NAMESPACE first with -A)."""
-    from datetime import datetime
-
-    from trainop.cli.format import format_age
-
     columns = ["NAMESPACE"] * all_namespaces + ["NAME", "STATE", "RUNTIME", "AGE"]
     rows = []
     for o in objs:
         meta = o.get("metadata") or {}
-        created = meta.get("creationTimestamp")
-        age = "?"
-        if isinstance(created, str):
-            age = format_age(now - datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp())
         runtime = str(((o.get("spec") or {}).get("runtimeRef") or {}).get("name", ""))
         ns = [str(meta.get("namespace") or "default")] * all_namespaces
-        rows.append([*ns, str(meta.get("name")), trainjob_state(o), runtime, age])
+        rows.append([*ns, str(meta.get("name")), trainjob_state(o), runtime, _age(meta, now)])
     return columns, rows
+
+
+def format_trainjob_steps(obj: Mapping[str, Any]) -> str:
+    """The REPLICAS cell of a TrainJob in ``get``'s table of every kind: per step, its child Jobs
+    ready or done of all (``jobsStatus``, as JobSet counts them), ``node 1/1 (1 failed)``."""
+    cells = []
+    for js in (obj.get("status") or {}).get("jobsStatus") or []:
+        counts = {k: int(js.get(k) or 0) for k in ("ready", "succeeded", "failed", "active", "suspended")}
+        wanted = counts["active"] + counts["succeeded"] + counts["failed"] + counts["suspended"]
+        failed = f" ({counts['failed']} failed)" if counts["failed"] else ""
+        cells.append(f"{js.get('name')} {counts['ready'] + counts['succeeded']}/{wanted}{failed}")
+    return ", ".join(cells)
+
+
+def build_trainjob_job_row(obj: Mapping[str, Any], all_namespaces: bool, wide: bool, now: float) -> list[str]:
+    """A TrainJob's row in ``get``'s table of every kind (cli.listing.build_job_columns, no kind):
+    KIND TrainJob; wide RESTARTS are JobSet's whole-job restarts, REASON its newest condition's."""
+    from trainop.api.constants import ANNOTATION_JOBSET_RESTARTS
+
+    meta = obj.get("metadata") or {}
+    row = [str(meta.get("namespace") or "default")] * all_namespaces
+    row += [str(meta.get("name")), "TrainJob", trainjob_state(obj), _age(meta, now)]
+    if wide:
+        restarts = str((meta.get("annotations") or {}).get(ANNOTATION_JOBSET_RESTARTS) or 0)
+        true = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+        row += [restarts, str(true[-1].get("reason") or "") if true else ""]
+    return [*row, format_trainjob_steps(obj)]
 
 
 def describe_trainjob(obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[str]:

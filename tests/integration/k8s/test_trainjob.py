@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -330,28 +331,55 @@ def test_active_deadline_seconds(trainjobs: Cluster) -> None:
 
 
 def test_the_cli_reads_and_deletes_trainjobs_on_the_cluster(trainjobs: Cluster, k8s_env: K8sEnv) -> None:
-    """get trainjobs / get NAME / describe / delete through the kubernetes backend's JobClient; logs
-    and run of a TrainJob say what to use instead, in one line."""
+    """get trainjobs / get (no kind: v1 jobs and TrainJobs in one table) / get -w / get NAME / describe /
+    logs / delete through the kubernetes backend's JobClient; run of a TrainJob says what to use instead."""
     create(trainjobs, trainjob("cli", "torch-distributed", {"node": "succeed"}, trainer={"numNodes": 2}))
     wait_condition(trainjobs, "cli", "Complete")
     env = {**os.environ, "KUBECONFIG": str(k8s_env.kubeconfig), "TRAINOP_BACKEND": "kubernetes"}
+    argv = [sys.executable, "-m", "trainop.cli.main"]
 
     def trainop(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "trainop.cli.main", *args, "-n", trainjobs.namespace],
-            capture_output=True, text=True, timeout=120, env=env,
-        )  # fmt: skip
+            [*argv, *args, "-n", trainjobs.namespace], capture_output=True, text=True, timeout=120, env=env
+        )
 
     listed = trainop("get", "trainjobs")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[1].split()[:3] == ["cli", "Complete", "torch-distributed"]
+    every = trainop("get")
+    assert every.returncode == 0, every.stderr
+    assert [line.split()[:3] for line in every.stdout.splitlines()] == [
+        ["NAME", "KIND", "STATE"],
+        ["cli", "TrainJob", "Complete"],
+    ]
+    assert every.stdout.splitlines()[1].split()[4:] == ["node", "1/1"]  # REPLICAS: the steps' child Jobs
+    with subprocess.Popen(
+        [*argv, "get", "-w", "-n", trainjobs.namespace], stdout=subprocess.PIPE, text=True, env=env
+    ) as watcher:
+        try:
+            assert watcher.stdout is not None
+            header, first = watcher.stdout.readline(), watcher.stdout.readline()
+            watcher.send_signal(signal.SIGINT)
+            code = watcher.wait(timeout=60)
+        finally:
+            watcher.kill()
+    assert (header.split()[:3], first.split()[:3], code) == (
+        ["NAME", "KIND", "STATE"],
+        ["cli", "TrainJob", "Complete"],
+        130,
+    )
     as_json = json.loads(trainop("get", "cli", "-o", "json").stdout)
     assert as_json["status"]["jobsStatus"][0]["succeeded"] == 1
     described = trainop("describe", "cli").stdout
     assert "Complete=True AllJobsCompleted: jobset completed successfully" in described
     assert "  cli-node-0-1: Succeeded" in described
+    # Its pods are found by upstream's labels; kwok plays them, so the cluster serves no logs: said in
+    # one line that names the first pod asked.
     logs = trainop("logs", "cli")
-    assert logs.returncode == 2 and "kubectl logs -l jobset.sigs.k8s.io/jobset-name=cli" in logs.stderr
+    assert (logs.returncode, len(logs.stderr.splitlines())) == (3, 1), logs.stderr
+    assert "serves no logs for cli-node-0-0" in logs.stderr
+    unknown = trainop("logs", "cli", "--replica", "node-0-7")
+    assert unknown.returncode == 3 and "node-0-0, node-0-1" in unknown.stderr, unknown.stderr
     deleted = trainop("delete", "cli")
     assert (deleted.returncode, deleted.stdout) == (0, "trainjob.trainer.kubeflow.org/cli deleted\n")
     wait_for(lambda: trainop("get", "trainjob", "cli").returncode == 3 or None, 60, "TrainJob cli gone")

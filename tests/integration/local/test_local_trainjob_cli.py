@@ -63,6 +63,12 @@ def test_get_describe_logs_and_delete_serve_a_local_trainjob(home: Path, tmp_pat
     listed = run_cli("get", "trainjobs")
     assert listed.stdout.split("\n")[0].split() == ["NAME", "STATE", "RUNTIME", "AGE"]
     assert listed.stdout.split("\n")[1].split()[:3] == ["served", "Running", "torch-distributed"]
+    every = run_cli("get").stdout.splitlines()  # no kind: the v1 jobs' table, TrainJobs in it too
+    assert [line.split()[:3] for line in every] == [
+        ["NAME", "KIND", "STATE"],
+        ["served", "TrainJob", "Running"],
+    ]
+    assert every[1].split()[-1] == "1/1"  # REPLICAS: node 1/1
     running = _get_json("served")
     assert running["kind"] == "TrainJob"
     assert running["status"]["jobsStatus"][0] == {

@@ -48,6 +48,7 @@ from trainop.backends.base import (
     LogsUnavailableError,
     NotFoundError,
     NotSupportedError,
+    ReplicaNotFoundError,
     WaitTimeoutError,
     is_finished,
 )
@@ -776,10 +777,13 @@ class KubernetesBackend:
     def trainjob_logs(
         self, name: str, namespace: str = "default", *, replica: str | None = None, follow: bool = False
     ) -> Iterator[LogLine]:
-        raise NotSupportedError(
-            "trainop logs of TrainJobs is not available with --backend kubernetes yet; kubectl logs -l "
-            f"jobset.sigs.k8s.io/jobset-name={name} --prefix shows them"
-        )
+        """Its pods' output, found by JobSet's jobset-name label; ``replica`` is a pod's name with or
+        without the TrainJob's (``node-0-1``)."""
+        feed = TrainJobFeed(self, self.get_trainjob(name, namespace), replica=replica)  # NotFoundError now
+        pods = [str(p["metadata"]["name"]) for p in feed.pods()]
+        if replica is not None and replica not in pods and f"{name}-{replica}" not in pods:
+            raise ReplicaNotFoundError("replica", replica, name, [_replica(name, p) for p in pods])
+        return feed.follow() if follow else feed.read_all()
 
     def delete_trainjob(self, name: str, namespace: str = "default", *, grace: float | None = None) -> None:
         """Foreground cascade: the TrainJob goes once its pods (it owns them) are gone."""
@@ -809,7 +813,18 @@ class ClusterFeed:
         replica: str | None = None,
         container: str | None = None,
     ) -> None:
-        self.backend, self.job = backend, job
+        self.job = job
+        self._setup(backend, job.name, job.namespace, replica, container)
+
+    def _setup(
+        self,
+        backend: KubernetesBackend,
+        name: str,
+        namespace: str,
+        replica: str | None,
+        container: str | None,
+    ) -> None:
+        self.backend, self.name, self.namespace = backend, name, namespace
         self.replica, self.container = replica, container
         self._lines: queue.SimpleQueue[LogLine] = queue.SimpleQueue()
         self._notes: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -829,7 +844,7 @@ class ClusterFeed:
         out = []
         for pod in self._pods:
             pname = str(pod["metadata"]["name"])
-            label = _replica(self.job.name, pname)
+            label = _replica(self.name, pname)
             if self.replica is not None and self.replica not in (label, pname):
                 continue
             for cs in (pod.get("status") or {}).get("containerStatuses") or []:
@@ -850,9 +865,9 @@ class ClusterFeed:
             )
 
     async def _stream(self, pod: str, container: str, run: int, follow: bool) -> None:
-        label = _replica(self.job.name, pod)
+        label = _replica(self.name, pod)
         kept = self._kept.setdefault((label, container), collections.deque(maxlen=TAIL_KEPT))
-        api, ns = self.backend.client.api, self.job.namespace
+        api, ns = self.backend.client.api, self.namespace
         try:
             async for text in api.log(pod, namespace=ns, container=container, follow=follow, newlines=False):
                 kept.append(text)
@@ -913,7 +928,7 @@ class ClusterFeed:
         up to a second to answer, so that is known."""
         if final:
             self._start_streams(follow=False)
-            pods = {f"{self.job.name}-{label}" for label in labels}
+            pods = {f"{self.name}-{label}" for label in labels}
             pending = [f for (pod, _, _), f in self._streams.items() if pod in pods and not f.done()]
             if pending:
                 concurrent.futures.wait(pending, timeout=1.0)
@@ -922,12 +937,12 @@ class ClusterFeed:
             if label in labels and kept and (container in defaults or label not in out):
                 out[label] = list(kept)
         for label in labels - out.keys():
-            if f"{self.job.name}-{label}" in self._no_logs:
+            if f"{self.name}-{label}" in self._no_logs:
                 out[label] = None  # not "printed nothing": the cluster does not say what it printed
         return out
 
     def running_replicas(self) -> list[str]:
-        return sorted({_replica(self.job.name, pod) for pod, _, _, running in self._started() if running})
+        return sorted({_replica(self.name, pod) for pod, _, _, running in self._started() if running})
 
     def close(self) -> None:
         for fut in self._streams.values():
@@ -940,14 +955,21 @@ class ClusterFeed:
         if not self._told or not all(pod in self._no_logs for pod, _, _ in self._streams):
             return
         notes = self.notes()
-        why = notes[0] if notes else f"note: {self.backend.where()} serves no logs for {self.job.name}"
+        why = notes[0] if notes else f"note: {self.backend.where()} serves no logs for {self.name}"
         raise LogsUnavailableError(
             why.removeprefix("note: ").removesuffix(NOTE_TAIL),
             kind="Pod",
-            namespace=self.job.namespace,
-            name=self.replica or self.job.name,
+            namespace=self.namespace,
+            name=self.replica or self.name,
             answer=self._answer,
         )
+
+    def _finished(self) -> bool | None:
+        """Whether the job finished; None once it is gone."""
+        try:
+            return is_finished(self.backend.get(self.name, self.namespace, self.job.kind))
+        except NotFoundError:
+            return None
 
     def read_all(self) -> Iterator[LogLine]:
         self.pods()
@@ -968,19 +990,41 @@ class ClusterFeed:
             while True:
                 self.pods()
                 yield from self.poll_lines()
-                try:
-                    job = self.backend.get(self.job.name, self.job.namespace, self.job.kind)
-                except NotFoundError:
+                finished = self._finished()
+                if finished is None:
                     return
                 streams_done = all(f.done() for f in self._streams.values())
                 if streams_done:
                     self._raise_if_no_logs()
-                if is_finished(job) and not self.running_replicas() and streams_done:
+                if finished and not self.running_replicas() and streams_done:
                     yield from self.poll_lines()
                     return
                 self.backend.clock.sleep(0.5)
         finally:
             self.close()
+
+
+class TrainJobFeed(ClusterFeed):
+    """``trainop logs`` of a TrainJob on a cluster: its pods are the ones labelled with its name as
+    JobSet labels them (``jobset.sigs.k8s.io/jobset-name``), whichever controller made them."""
+
+    def __init__(self, backend: KubernetesBackend, trainjob: dict[str, Any], *, replica: str | None) -> None:
+        meta = trainjob.get("metadata") or {}
+        self._setup(backend, str(meta.get("name")), str(meta.get("namespace") or "default"), replica, None)
+
+    def pods(self) -> list[dict[str, Any]]:
+        self._pods = self.backend.trainjob_pods(self.name, self.namespace)
+        return self._pods
+
+    def _finished(self) -> bool | None:
+        try:
+            obj = self.backend.get_trainjob(self.name, self.namespace)
+        except NotFoundError:
+            return None
+        return any(
+            c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            for c in (obj.get("status") or {}).get("conditions") or []
+        )
 
 
 if TYPE_CHECKING:  # mypy checks that the class is a JobClient (backends/base.py)
