@@ -307,6 +307,10 @@ class JobClient(Protocol):
     (seconds) bounds one request where a cluster answers it; None is the client's default."""
 
     name: str  # "local" or "kubernetes", for messages
+    # True where a job's replicas are this machine's processes, under a supervisor this machine runs
+    # (their container runs are recorded here; a stop that outlasts their grace period is finished by
+    # killing them); False where an operator runs them as pods and stops them itself.
+    replicas_here: bool
 
     def where(self) -> str:
         """Where jobs run, for messages (``this machine (state in …)``, ``the cluster at …``)."""

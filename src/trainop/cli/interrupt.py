@@ -16,7 +16,7 @@ from trainop.cli.stop_signals import compute_exit_code, describe_signal
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.backends.local.api import LocalBackend
+    from trainop.backends.base import JobClient
     from trainop.cli.stop_signals import StopSignals
 
 POLL = 0.1
@@ -55,13 +55,13 @@ def detect_suspend_seen(job: TrainingJob) -> bool:
     return is_finished(job) or detect_state(job) == "Suspended"
 
 
-def count_unfinished(backend: LocalBackend, name: str, namespace: str) -> int:
+def count_unfinished(backend: JobClient, name: str, namespace: str) -> int:
     """The job's container runs that have not ended (recorded by its supervisor)."""
     return sum(1 for r in backend.runs(name, namespace) if r.finished_at is None)
 
 
 def stop_and_keep(
-    backend: LocalBackend,
+    backend: JobClient,
     job: TrainingJob,
     signals: StopSignals,
     say: Callable[[str], None],

@@ -147,28 +147,21 @@ def _backend(name: str | None = None, kubeconfig: str | None = None, context: st
     """The backend the command's --backend/--kubeconfig/--context (or $TRAINOP_BACKEND) choose; a
     choice that cannot be used is one line and exit 2 (a bad option) or 5 (the cluster)."""
     global _current
-    from trainop.cli.backend import SelectionError, build_selection
+    import atexit
+
+    from trainop.backends.base import ClusterError
+    from trainop.backends.selection import SelectionError, build_selection, open_job_client
 
     try:
         chosen = build_selection(name, kubeconfig, context, os.environ)
     except SelectionError as exc:
         _fail(str(exc), EXIT_INVALID)
-    backend: JobClient
+    try:
+        backend = open_job_client(chosen, _user_env(), spawner=_fork_spawner)
+    except ClusterError as exc:
+        _fail(str(exc), EXIT_BACKEND)
     if chosen.backend == "kubernetes":
-        from trainop.backends.base import ClusterError
-        from trainop.backends.kubernetes.jobs import KubernetesBackend
-
-        try:
-            backend = KubernetesBackend(chosen.kubeconfig, chosen.context)
-        except ClusterError as exc:
-            _fail(str(exc), EXIT_BACKEND)
-        import atexit
-
         atexit.register(backend.close)  # its connections, and the thread its requests run on
-    else:
-        from trainop.backends.local.api import LocalBackend
-
-        backend = LocalBackend(env=_user_env(), spawner=_fork_spawner)
     _current = backend
     # Collection was paused during start-up (trainop/cli/__init__.py). What start-up made lives as long
     # as the process: freeze it (no collector pass ever scans it, none is spent on it now), then
@@ -368,7 +361,7 @@ def _complete(ctx: typer.Context, incomplete: str, answer: Any) -> list[str]:
     never a home created for it."""
     try:
         params = ctx.params if ctx else {}
-        from trainop.cli.backend import build_selection
+        from trainop.backends.selection import build_selection, open_job_client
 
         chosen = build_selection(
             params.get("backend") or params.get("backend_name"),
@@ -376,15 +369,7 @@ def _complete(ctx: typer.Context, incomplete: str, answer: Any) -> list[str]:
             params.get("context"),
             os.environ,
         )
-        backend: JobClient
-        if chosen.backend == "kubernetes":
-            from trainop.backends.kubernetes.jobs import KubernetesBackend
-
-            backend = KubernetesBackend(chosen.kubeconfig, chosen.context)
-        else:
-            from trainop.backends.local.api import LocalBackend
-
-            backend = LocalBackend(env=os.environ)
+        backend = open_job_client(chosen, os.environ)
         try:
             words: list[str] = answer(backend, params, params.get("namespace") or "default")
         finally:
@@ -674,7 +659,7 @@ def _run_trainjob_file(
 ) -> None:
     """A FILE holding a trainer.kubeflow.org TrainJob runs on this machine (cli/trainjob_cmd.py); the
     kubernetes backend (--backend, $TRAINOP_BACKEND, --kubeconfig/--context) is refused in one line."""
-    from trainop.cli.backend import ENV_BACKEND, SelectionError, build_selection
+    from trainop.backends.selection import ENV_BACKEND, SelectionError, build_selection
     from trainop.cli.trainjob_cmd import holds_trainjob, run_trainjob
 
     if not args or len(args) != 1 or _is_command(args):
@@ -999,9 +984,7 @@ def _interrupted(
         except OSError:  # the terminal or reader is gone: the replicas still get stopped
             _silence_output()
 
-    from trainop.backends.local.api import LocalBackend
-
-    if not isinstance(backend, LocalBackend):
+    if not backend.replicas_here:
         return _stop_on_cluster(backend, job, signals, lambda text: _say(err, text), stream)
     return stop_and_keep(backend, job, signals, lambda text: _say(err, text), stream, keep=keep)
 
@@ -1702,12 +1685,11 @@ def render(
     _check_output(output, ("yaml", "json"))
     if backend_name not in ("local", "kubernetes"):
         _fail(f'unknown backend "{backend_name}"; use local or kubernetes', EXIT_INVALID)
-    from trainop.backends.local.api import LocalBackend
+    from trainop.backends.local.api import render_objects
 
-    backend = LocalBackend(env=_user_env())  # a pure dry run: nothing is read or written
     out: list[dict[str, Any]] = []
     for m in _read_manifests(file):
-        out.extend(_call(backend.render, m, backend_name, namespace))
+        out.extend(_call(render_objects, m, backend_name, namespace, _user_env()))
     _dump(out if output == "yaml" else {"apiVersion": "v1", "kind": "List", "items": out}, output)
 
 

@@ -24,6 +24,7 @@ from trainop.api.constants import ANNOTATION_FAILURE_POLICY
 from trainop.api.errors import FieldError
 from trainop.api.load import load_documents, parse_job
 from trainop.backends.base import BackendError, ClusterError, JobClient, NotFoundError
+from trainop.backends.selection import BACKENDS, ENV_BACKEND
 from trainop.backends.waiting import PollTimeout, poll_until
 from trainop.sdk import constants, finetune, utils
 from trainop.sdk.errors import (
@@ -49,9 +50,7 @@ status_logger = utils.StatusLogger(
     column_format="{:<30.30} {:<20.20} {}",
 )
 
-ENV_BACKEND = "TRAINOP_BACKEND"
 FIELD_MANAGER = "trainop-sdk"
-BACKENDS = ("local", "kubernetes")
 
 # Follow mode (§7.3): one reader thread per pod feeds a bounded queue; the queues are drained in turn.
 FOLLOW_QUEUE_SIZE = 100

@@ -1,14 +1,16 @@
-"""Which backend a command talks to (cli/backend.py), and what a cluster's pod statuses say about the
+"""Which backend a command talks to (backends/selection.py), and what a cluster's pod statuses say about the
 runs of its containers (backends/kubernetes/jobs.py's build_pod_runs): both pure."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from trainop.backends.kubernetes.jobs import PodRun, build_pod_runs
-from trainop.cli.backend import Selection, SelectionError, build_selection
+from trainop.backends.selection import Selection, SelectionError, build_selection
 
 
 @pytest.mark.parametrize(
@@ -125,3 +127,46 @@ T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z"
 )
 def test_build_pod_runs(pods: list[dict[str, Any]], want: list[PodRun]) -> None:
     assert build_pod_runs(pods) == want
+
+
+CLIENT_CLASSES = frozenset({"LocalBackend", "KubernetesBackend"})
+CLI = Path(__file__).resolve().parents[3] / "src" / "trainop" / "cli"
+
+
+def names_of_client_classes(source: str) -> list[tuple[int, str]]:
+    """(line, name) for each import, name or attribute in ``source`` that names a backend's client
+    class: what builds one, or checks a client's class (``isinstance``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            found += [(node.lineno, a.name) for a in node.names if a.name in CLIENT_CLASSES]
+        elif isinstance(node, ast.Name) and node.id in CLIENT_CLASSES:
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.Attribute) and node.attr in CLIENT_CLASSES:
+            found.append((node.lineno, node.attr))
+    return sorted(found)
+
+
+def test_the_cli_reaches_jobs_only_through_the_job_client_protocol() -> None:
+    """The CLI gets its client from backends/selection.py and asks it through JobClient (and its
+    ``replicas_here``); it never builds a backend's class nor checks a client's class (issue 22)."""
+    named = {
+        f"{path.name}:{line}: {name}"
+        for path in sorted(CLI.glob("*.py"))
+        for line, name in names_of_client_classes(path.read_text())
+    }
+    assert named == set()
+
+
+def test_the_client_class_check_sees_what_it_must() -> None:
+    source = (
+        "from trainop.backends.local.api import LocalBackend\n"
+        "def f(b):\n"
+        "    from trainop.backends.kubernetes import jobs\n"
+        "    return isinstance(b, LocalBackend) or jobs.KubernetesBackend()\n"
+    )
+    assert names_of_client_classes(source) == [
+        (1, "LocalBackend"),
+        (4, "KubernetesBackend"),
+        (4, "LocalBackend"),
+    ]

@@ -171,6 +171,7 @@ class KubernetesBackend:
     one request; ``field_manager`` and ``component`` say who writes (the CLI, the SDK)."""
 
     name = "kubernetes"
+    replicas_here = False
 
     def __init__(
         self,

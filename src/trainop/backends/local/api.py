@@ -115,6 +115,18 @@ def build_host_env(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def render_objects(
+    manifest: Mapping[str, Any],
+    backend: str = "local",
+    namespace: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """``trainop render``: what the core would create first for the job on ``backend`` ("local", with
+    this machine's checks and ``env``, or "kubernetes"). A dry run: nothing is read or written, and no
+    backend is talked to (``LocalBackend.render``)."""
+    return LocalBackend(env=env).render(manifest, backend, namespace)
+
+
 class LocalBackend:
     """Job operations on this machine; ``home`` defaults to ``$TRAINOP_HOME`` (or the XDG data dir).
 
@@ -493,6 +505,7 @@ class LocalBackend:
         return True  # one user, who owns the state directory
 
     name = "local"
+    replicas_here = True
 
     def where(self) -> str:
         """Where this backend's jobs are, for messages (``No jobs in …``)."""

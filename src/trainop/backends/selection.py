@@ -1,8 +1,9 @@
-"""Which backend a ``trainop`` command talks to.
+"""Which backend a front door talks to, picked once: the choice (``build_selection``) and the one
+``JobClient`` it opens (``open_job_client``).
 
-``--backend local|kubernetes`` (or ``$TRAINOP_BACKEND``; default local), ``--kubeconfig`` and
-``--context`` (either one alone also means kubernetes). Commands reach jobs only through the chosen
-backend's ``JobClient`` (backends/base.py), so no command reads a backend's storage itself.
+``--backend local|kubernetes`` (or ``$TRAINOP_BACKEND``; the CLI's default is local), ``--kubeconfig``
+and ``--context`` (either one alone also means kubernetes). Front doors reach jobs only through the
+client this returns (backends/base.py), so none of them names a backend's class or reads its storage.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    pass
+    from trainop.backends.base import JobClient
+    from trainop.backends.local.spawn import Spawner
 
 BACKENDS = ("local", "kubernetes")
 ENV_BACKEND = "TRAINOP_BACKEND"
@@ -45,3 +47,18 @@ def build_selection(
         flag = "--kubeconfig" if kubeconfig else "--context"
         raise SelectionError(f"{flag} names a cluster, but the backend is local: add --backend kubernetes")
     return Selection(name, kubeconfig, context)
+
+
+def open_job_client(
+    chosen: Selection, env: Mapping[str, str], *, spawner: Spawner | None = None
+) -> JobClient:
+    """The chosen backend's client. ``env``: the environment a job records for its replicas here;
+    ``spawner``: how this machine starts a job's supervisor (backends/local/spawn.py's default when
+    None). A cluster that cannot be reached through the kubeconfig raises ClusterError."""
+    if chosen.backend == "kubernetes":
+        from trainop.backends.kubernetes.jobs import KubernetesBackend
+
+        return KubernetesBackend(chosen.kubeconfig, chosen.context)
+    from trainop.backends.local.api import LocalBackend
+
+    return LocalBackend(env=env, spawner=spawner)
