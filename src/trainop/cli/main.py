@@ -578,7 +578,7 @@ def run(
 
     Without YAML: trainop run --nnodes 2 --nproc-per-node 2 train.py --lr 0.1 (torchrun's flags and
     spellings; docs/cli.md lists each)."""
-    from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code
+    from trainop.cli.stop_signals import Interrupted, StopSignals, compute_exit_code, describe_signal
 
     # Installed first: from here to the exit a stop signal is never the default (dying on the spot),
     # also while the manifest is read (stdin may be a pipe that has not been written yet).
@@ -608,6 +608,10 @@ def run(
             return  # --dry-run
         job = _submit_attached(target, signals, manifest, base_dir, namespace)
     except Interrupted as exc:  # before the job existed: nothing to stop
+        _say(
+            _console(stderr=True),
+            f"interrupted by {describe_signal(exc.signum)} before the job was submitted",
+        )
         raise typer.Exit(compute_exit_code(exc.signum)) from None
     code = _watch(target, job, stream_logs=logs, signals=signals, announce=announce, keep=not rm)
     if rm:

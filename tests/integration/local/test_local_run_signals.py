@@ -309,6 +309,7 @@ sys.meta_path.insert(0, _Interrupter())
         pytest.param("typer", id="while the command's module imports typer"),
         pytest.param("trainop.cli.script_job", id="while run reads its argv"),
         pytest.param("trainop.cli.stop_signals", id="as run starts"),
+        pytest.param("trainop.backends.local.api", id="while run builds the job, its handlers in place"),
     ],
 )
 def test_ctrl_c_while_run_starts_exits_130_with_one_line(home: Path, tmp_path: Path, module: str) -> None:
