@@ -195,6 +195,19 @@ def test_a_trainjobs_pods_post_to_its_trainer_status(
     assert status["trainerStatus"]["progressPercentage"] == 30 and "metrics" not in status["trainerStatus"]
     assert status["jobsStatus"], status  # the controller's own status is still there
 
+    # A new CA (the Secret wiped, as test_webhook does): the operator's next check (30 s) rotates it
+    # and rewrites the job's ConfigMap, and the server answers with a certificate the new CA signs.
+    secret = dict(cluster.client.get(r.Secret, progress_op.secret, namespace=progress_op.pod_ns))
+    cluster.client.replace(r.Secret({**secret, "data": {}}))
+    old = cm["data"]["ca.crt"]
+
+    def rotated() -> str | None:
+        new = (cluster.get(r.ConfigMap, "tj-tls-config") or {}).get("data", {}).get("ca.crt")
+        return new if new and new != old else None
+
+    ca.write_text(wait_for(rotated, 120, "tj-tls-config with the new CA"))
+    assert post_progress(percentage=35, env=env, timeout=30)
+
 
 def test_without_the_flag_pods_are_unchanged(start_operator: StartOperator, cluster: Cluster) -> None:
     op = start_operator("--enable-webhook=false")
