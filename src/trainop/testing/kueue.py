@@ -24,17 +24,16 @@ from typing import Any
 import yaml
 
 from trainop.testing.testenv import (
-    BUILD_COMMAND,
     BuildMissingError,
     K8sEnv,
     _child_env,
-    _child_setup,
     _free_ports,
     _http_status,
     _log_tail,
     _read_versions,
     _repo_testenv_dir,
     find_bin_dir,
+    start_component,
     wait_for,
 )
 
@@ -90,10 +89,7 @@ def _check_kueue(kueue_dir: Path) -> None:
         if not (kueue_dir / p).exists()
     ]
     if missing:
-        raise BuildMissingError(
-            f"Kueue missing in {kueue_dir}: {', '.join(missing)}. Build it with `{BUILD_COMMAND}` at the "
-            "repository root (a few minutes cold on 2 cores; `hack/testenv/build.sh --background` detaches)."
-        )
+        raise BuildMissingError.of("Kueue", kueue_dir, missing, "a few minutes")
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,17 +296,7 @@ class KueueManager:
             "--feature-gates=VisibilityOnDemand=false",
         ]  # fmt: skip
         env = {**_child_env(), "KUBECONFIG": str(self.env.kubeconfig)}
-        with self.log.open("ab") as f:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.DEVNULL,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                cwd=self.run_dir,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_child_setup,
-            )
+        self.proc = start_component(cmd, self.log, cwd=self.run_dir, env=env)
 
     def _logged_version(self) -> str:
         """The version the manager logs at start ("Initializing", gitVersion: build.sh's stamp)."""

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -113,6 +113,15 @@ VOLCANO_CRD = "scheduling.volcano.sh_podgroups.yaml"
 class BuildMissingError(RuntimeError):
     """The control-plane binaries are not in the cache; the message says how to build them."""
 
+    @classmethod
+    def of(cls, what: str, where: Path, missing: Sequence[str], cold: str) -> BuildMissingError:
+        """``what`` lacks ``missing`` in the cache directory ``where``; ``cold``: how long building it
+        from nothing takes."""
+        return cls(
+            f"{what} missing in {where}: {', '.join(missing)}. Run `{BUILD_COMMAND}` at the repository "
+            f"root to build it ({cold} cold on 2 cores; `hack/testenv/build.sh --background` detaches)."
+        )
+
 
 # --------------------------------------------------------------------------------------------
 # Locating the binaries
@@ -193,21 +202,14 @@ def find_trainer_dir() -> Path:
 def _check_scheduler_plugins(sp_dir: Path) -> None:
     missing = [b for b in SCHEDULER_PLUGINS_BINARIES if not os.access(sp_dir / "bin" / b, os.X_OK)]
     if missing or not list((sp_dir / "crds").glob("*.yaml")):
-        raise BuildMissingError(
-            f"scheduler-plugins (the gang-scheduling tests' Coscheduling scheduler) missing in {sp_dir}: "
-            f"{', '.join(missing) or 'crds'}. Build it with `{BUILD_COMMAND}` at the repository root "
-            "(about 5 min cold on 2 cores; `hack/testenv/build.sh --background` detaches)."
-        )
+        what = "scheduler-plugins (the gang-scheduling tests' Coscheduling scheduler)"
+        raise BuildMissingError.of(what, sp_dir, missing or ["crds"], "about 5 min")
 
 
 def _check_binaries(bin_dir: Path) -> None:
     missing = [b for b in BINARIES if not os.access(bin_dir / b, os.X_OK)]
     if missing:
-        raise BuildMissingError(
-            f"test control plane binaries missing in {bin_dir}: {', '.join(missing)}. "
-            f"Build them with `{BUILD_COMMAND}` at the repository root "
-            "(about 5-10 min cold on 2 cores; `hack/testenv/build.sh --background` detaches)."
-        )
+        raise BuildMissingError.of("test control plane binaries", bin_dir, missing, "about 5-10 min")
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,6 +399,25 @@ def _child_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
     return env
+
+
+def start_component(
+    cmd: Sequence[str], log: Path, *, cwd: Path, env: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """A test-environment component (a control-plane binary, Kueue's manager): stdout and stderr
+    appended to ``log``, no stdin, the leader of a process group of its own (teardown signals the
+    group) that dies with this process (``_child_setup``)."""
+    with log.open("ab") as f:
+        return subprocess.Popen(
+            list(cmd),
+            stdin=subprocess.DEVNULL,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+            preexec_fn=_child_setup,
+        )
 
 
 @dataclass
@@ -722,19 +743,8 @@ class ControlPlane:
         self, name: str, args: list[str], extra_env: dict[str, str] | None = None, binary: Path | None = None
     ) -> None:
         log = self.log_dir / f"{name}.log"
-        env = _child_env()
-        env.update(extra_env or {})
-        with log.open("ab") as f:
-            popen = subprocess.Popen(
-                [str(binary or self.bin_dir / name), *args],
-                stdin=subprocess.DEVNULL,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                cwd=self.run_dir,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_child_setup,
-            )
+        cmd = [str(binary or self.bin_dir / name), *args]
+        popen = start_component(cmd, log, cwd=self.run_dir, env={**_child_env(), **(extra_env or {})})
         self.procs.append(_Proc(name, popen, log))
 
     def _check_alive(self) -> None:
