@@ -421,61 +421,38 @@ def resolve_trainjob(
     env, …)."""
     job = default_trainjob(job)
     runtime = default_runtime(runtime)
-    topology = topology or JobSetTopology()
     ml = runtime.spec.ml_policy
     sources = ml.sources() if ml is not None else []
     policy_name = sources[0] if sources else None
     plugin = policies.ml_policy(policy_name) if policy_name is not None else None
     errors = detect_runtime_errors(job, runtime)
-    template = runtime.spec.template
-    jobset_spec = template.spec.to_dict() if template is not None and template.spec is not None else {}
-    labels = dict((template.metadata.labels or {}) if template is not None and template.metadata else {})
-    annotations = dict(
-        (template.metadata.annotations or {}) if template is not None and template.metadata else {}
-    )
-    for patch in job.spec.runtime_patches or []:
-        tmpl = patch.training_runtime_spec.template if patch.training_runtime_spec else None
-        if tmpl is None:
-            continue
-        if tmpl.metadata is not None:
-            labels.update(tmpl.metadata.labels or {})
-            annotations.update(tmpl.metadata.annotations or {})
-        if tmpl.spec is not None:
-            jobset_spec = merge_jobset_patch(jobset_spec, tmpl.spec.to_dict())
+    jobset_spec, labels, annotations = build_patched_jobset(job, runtime)
     steps = [
         _build_step(rjob, ml.num_nodes if ml is not None else None)
         for rjob in jobset_spec.get("replicatedJobs") or []
     ]
     _merge_resources(job, steps, runtime)
-    ctx = PolicyContext(job=job, runtime=runtime, steps=steps, topology=topology)
-    if plugin is not None:
-        errors += plugin.trainjob_errors(ctx)
-    elif policy_name is not None:
-        errors.append(
-            FieldError(
-                "spec.runtimeRef",
-                f"the runtime's mlPolicy.{policy_name} has no framework plugin in trainop: "
-                "use a runtime with torch, mpi, jax or xgboost",
-            )
-        )
+    ctx = PolicyContext(job=job, runtime=runtime, steps=steps, topology=topology or JobSetTopology())
+    errors += _policy_errors(ctx, plugin, policy_name)
     if errors:
         raise RuntimeResolutionError(errors)
     if plugin is not None:
         plugin.enforce_ml_policy(ctx)
+    network = jobset_spec.get("network") or {}
+    success = jobset_spec.get("successPolicy") or {}
     resolved = ResolvedTrainJob(
         job=job,
         runtime=runtime,
         policy=policy_name,
         steps=steps,
-        subdomain=((jobset_spec.get("network") or {}).get("subdomain") or job.name),
+        subdomain=network.get("subdomain") or job.name,
         labels=labels,
         annotations=annotations,
         objects=ctx.objects,
-        publish_not_ready=bool((jobset_spec.get("network") or {}).get("publishNotReadyAddresses")),
+        success_operator=str(success.get("operator") or "All"),
+        success_targets=tuple(success.get("targetReplicatedJobs") or ()),
+        publish_not_ready=bool(network.get("publishNotReadyAddresses")),
     )
-    success = jobset_spec.get("successPolicy") or {}
-    resolved.success_operator = str(success.get("operator") or "All")
-    resolved.success_targets = tuple(success.get("targetReplicatedJobs") or ())
     _apply_initializers(job, steps)
     _apply_trainer(job, runtime, steps)
     for step in steps:  # SyncParallelCount
@@ -485,6 +462,42 @@ def resolve_trainjob(
     _apply_claims(resolved, jobset_spec.get("volumeClaimPolicies") or [])
     _apply_pod_group(resolved)
     return resolved
+
+
+def build_patched_jobset(
+    job: TrainJob, runtime: TrainingRuntime
+) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """The runtime's JobSet spec with the TrainJob's runtimePatches merged in order, and the labels and
+    annotations of its template's metadata and the patches'."""
+    template = runtime.spec.template
+    jobset_spec = template.spec.to_dict() if template is not None and template.spec is not None else {}
+    meta = template.metadata if template is not None else None
+    labels = dict((meta.labels or {}) if meta is not None else {})
+    annotations = dict((meta.annotations or {}) if meta is not None else {})
+    for patch in job.spec.runtime_patches or []:
+        tmpl = patch.training_runtime_spec.template if patch.training_runtime_spec else None
+        if tmpl is not None and tmpl.metadata is not None:
+            labels.update(tmpl.metadata.labels or {})
+            annotations.update(tmpl.metadata.annotations or {})
+        if tmpl is not None and tmpl.spec is not None:
+            jobset_spec = merge_jobset_patch(jobset_spec, tmpl.spec.to_dict())
+    return jobset_spec, labels, annotations
+
+
+def _policy_errors(
+    ctx: PolicyContext, plugin: MLPolicyPlugin | None, policy_name: str | None
+) -> list[FieldError]:
+    if plugin is not None:
+        return plugin.trainjob_errors(ctx)
+    if policy_name is None:
+        return []
+    return [
+        FieldError(
+            "spec.runtimeRef",
+            f"the runtime's mlPolicy.{policy_name} has no framework plugin in trainop: "
+            "use a runtime with torch, mpi, jax or xgboost",
+        )
+    ]
 
 
 def _apply_claims(resolved: ResolvedTrainJob, policies: list[Any]) -> None:
@@ -670,93 +683,75 @@ def detect_runtime_errors(job: TrainJob, runtime: TrainingRuntime) -> list[Field
     """The jobset plugin's checks: the initializer jobs a TrainJob configures exist with their
     container and the ``initializer`` volume mount; runtime patches name jobs and containers that
     exist, and set no env on the ``node`` and initializer containers."""
-    errs: list[FieldError] = []
+    containers: dict[str, dict[str, dict[str, Any]]] = {
+        rjob.name: {str(c.get("name")): c for c in [*rjob.containers(init=True), *rjob.containers()]}
+        for rjob in runtime.spec.replicated_jobs
+    }
+    return _initializer_errors(job, containers) + _patch_errors(job, containers)
+
+
+def _initializer_errors(
+    job: TrainJob, containers: Mapping[str, Mapping[str, dict[str, Any]]]
+) -> list[FieldError]:
     ref = job.spec.runtime_ref.to_dict() if job.spec.runtime_ref is not None else None
-    containers: dict[str, dict[str, dict[str, Any]]] = {}
-    for rjob in runtime.spec.replicated_jobs:
-        named = {str(c.get("name")): c for c in [*rjob.containers(init=True), *rjob.containers()]}
-        containers[rjob.name] = named
     init = job.spec.initializer
+    errs: list[FieldError] = []
     for part, step, configured in (
         ("datasetConfig", ANCESTOR_DATASET_INITIALIZER, init is not None and init.dataset is not None),
         ("modelConfig", ANCESTOR_MODEL_INITIALIZER, init is not None and init.model is not None),
     ):
-        if not configured:
-            continue
-        if step not in containers:
-            errs.append(
-                invalid(
-                    "spec.runtimeRef",
-                    ref,
-                    f"must have {step} job when trainJob is configured with input {part}",
-                )
-            )
-        elif step not in containers[step]:
-            errs.append(
-                invalid("spec.runtimeRef", ref, f"must have container with name - {step} in the {step} job")
-            )
-        else:
-            mounts = containers[step][step].get("volumeMounts") or []
-            if not any(isinstance(m, dict) and m.get("name") == VOLUME_INITIALIZER for m in mounts):
-                errs.append(
-                    invalid(
-                        "spec.runtimeRef",
-                        ref,
-                        f"must have volumeMount with name - {VOLUME_INITIALIZER} in container {step} "
-                        f"of the {step} job",
-                    )
-                )
+        message = _initializer_problem(part, step, containers) if configured else None
+        if message is not None:
+            errs.append(invalid("spec.runtimeRef", ref, message))
+    return errs
+
+
+def _initializer_problem(
+    part: str, step: str, containers: Mapping[str, Mapping[str, dict[str, Any]]]
+) -> str | None:
+    if step not in containers:
+        return f"must have {step} job when trainJob is configured with input {part}"
+    if step not in containers[step]:
+        return f"must have container with name - {step} in the {step} job"
+    mounts = containers[step][step].get("volumeMounts") or []
+    if any(isinstance(m, dict) and m.get("name") == VOLUME_INITIALIZER for m in mounts):
+        return None
+    return f"must have volumeMount with name - {VOLUME_INITIALIZER} in container {step} of the {step} job"
+
+
+def _patch_errors(job: TrainJob, containers: Mapping[str, Mapping[str, dict[str, Any]]]) -> list[FieldError]:
     patches = [p.to_dict() for p in job.spec.runtime_patches or []]
+    messages: list[str] = []
     for patch in job.spec.runtime_patches or []:
         tmpl = patch.training_runtime_spec.template if patch.training_runtime_spec else None
-        if tmpl is None or tmpl.spec is None:
-            continue
-        for rpatch in tmpl.spec.replicated_jobs or []:
+        for rpatch in (tmpl.spec.replicated_jobs or []) if tmpl is not None and tmpl.spec is not None else []:
             name = rpatch.name or ""
             if name not in containers:
-                errs.append(
-                    invalid(
-                        "spec.runtimePatches",
-                        patches,
-                        "must not have replicated job that doesn't exist in the runtime job template",
-                    )
-                )
+                messages.append("must not have replicated job that doesn't exist in the runtime job template")
                 continue
-            pspec = _patch_pod_spec(rpatch)
-            if not isinstance(pspec, dict):
-                continue
-            for c in pspec.get("initContainers") or []:
-                if c.get("name") not in containers[name]:
-                    errs.append(
-                        invalid(
-                            "spec.runtimePatches",
-                            patches,
-                            f"must not have initContainer that doesn't exist in the runtime job {name}",
-                        )
-                    )
-            for c in pspec.get("containers") or []:
-                if c.get("name") not in containers[name]:
-                    errs.append(
-                        invalid(
-                            "spec.runtimePatches",
-                            patches,
-                            f"must not have container that doesn't exist in the runtime job {name}",
-                        )
-                    )
-                elif c.get("env") and c.get("name") in (
-                    ANCESTOR_DATASET_INITIALIZER,
-                    ANCESTOR_MODEL_INITIALIZER,
-                    NODE,
-                ):
-                    errs.append(
-                        invalid(
-                            "spec.runtimePatches",
-                            patches,
-                            f"must not have envs for the {ANCESTOR_DATASET_INITIALIZER}, "
-                            f"{ANCESTOR_MODEL_INITIALIZER}, {NODE} containers",
-                        )
-                    )
-    return errs
+            messages += _patch_container_problems(name, _patch_pod_spec(rpatch) or {}, containers[name])
+    return [invalid("spec.runtimePatches", patches, m) for m in messages]
+
+
+def _patch_container_problems(name: str, pspec: Mapping[str, Any], known: Mapping[str, Any]) -> list[str]:
+    out = [
+        f"must not have initContainer that doesn't exist in the runtime job {name}"
+        for c in pspec.get("initContainers") or []
+        if c.get("name") not in known
+    ]
+    for c in pspec.get("containers") or []:
+        if c.get("name") not in known:
+            out.append(f"must not have container that doesn't exist in the runtime job {name}")
+        elif c.get("env") and c.get("name") in (
+            ANCESTOR_DATASET_INITIALIZER,
+            ANCESTOR_MODEL_INITIALIZER,
+            NODE,
+        ):
+            out.append(
+                f"must not have envs for the {ANCESTOR_DATASET_INITIALIZER}, "
+                f"{ANCESTOR_MODEL_INITIALIZER}, {NODE} containers"
+            )
+    return out
 
 
 def _patch_pod_spec(rpatch: Any) -> dict[str, Any] | None:
