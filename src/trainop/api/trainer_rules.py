@@ -37,6 +37,7 @@ from trainop.api.trainer import (
     MLPolicy,
     MPIPolicy,
     PodGroupPolicy,
+    ReplicatedJob,
     RuntimeRef,
     TrainingRuntime,
     TrainingRuntimeSpec,
@@ -177,22 +178,8 @@ def validate_trainjob(job: TrainJob, old: TrainJob | None = None) -> list[FieldE
 
 
 def validate_trainjob_spec(spec: TrainJobSpec) -> list[FieldError]:
-    errs: list[FieldError] = []
-    ref = spec.runtime_ref
-    if ref is None:
-        errs.append(FieldError("spec.runtimeRef", "Required value"))
-    else:
-        if ref.name is None:
-            errs.append(FieldError("spec.runtimeRef.name", "Required value"))
-        elif ref.name == "":
-            errs.append(
-                invalid(
-                    "spec.runtimeRef.name", "", "spec.runtimeRef.name in body should be at least 1 chars long"
-                )
-            )
-        for field, value in (("name", ref.name), ("apiGroup", ref.api_group), ("kind", ref.kind)):
-            if value is not None:
-                errs += _too_long(f"spec.runtimeRef.{field}", value, 253)
+    """The TrainJob CRD's schema and CEL rules on ``spec``, field by field, in upstream's order."""
+    errs = _runtime_ref_errors(spec)
     if spec.active_deadline_seconds is not None and spec.active_deadline_seconds < 1:
         errs.append(_min("spec.activeDeadlineSeconds", spec.active_deadline_seconds, 1))
     if spec.managed_by is not None:
@@ -206,49 +193,71 @@ def validate_trainjob_spec(spec: TrainJobSpec) -> list[FieldError]:
                     "if set",
                 )
             )
-    trainer = spec.trainer
-    if trainer is not None:
-        if trainer.num_nodes is not None and trainer.num_nodes < 0:
-            errs.append(_min("spec.trainer.numNodes", trainer.num_nodes, 0))
-        if trainer.num_proc_per_node is not None and trainer.num_proc_per_node < 1:
-            errs.append(
-                _cel(
-                    "spec.trainer.numProcPerNode",
-                    "integer",
-                    "numProcPerNode must be greater than or equal to 1",
-                )
+    return errs + _trainer_errors(spec) + _initializer_errors(spec) + _runtime_patch_errors(spec)
+
+
+def _runtime_ref_errors(spec: TrainJobSpec) -> list[FieldError]:
+    ref = spec.runtime_ref
+    if ref is None:
+        return [FieldError("spec.runtimeRef", "Required value")]
+    errs: list[FieldError] = []
+    if ref.name is None:
+        errs.append(FieldError("spec.runtimeRef.name", "Required value"))
+    elif ref.name == "":
+        errs.append(
+            invalid(
+                "spec.runtimeRef.name", "", "spec.runtimeRef.name in body should be at least 1 chars long"
             )
-        if trainer.image is not None:
-            errs += _too_long("spec.trainer.image", trainer.image, 500)
-        for field, items in (("command", trainer.command), ("args", trainer.args)):
-            if items is not None and len(items) > 128:
-                errs.append(
-                    FieldError(
-                        f"spec.trainer.{field}", f"Too many: {len(items)}: must have at most 128 items"
-                    )
-                )
-        errs += _env_count("spec.trainer.env", trainer.env)
-        errs += _env_names("spec.trainer.env", trainer.env)
+        )
+    for field, value in (("name", ref.name), ("apiGroup", ref.api_group), ("kind", ref.kind)):
+        if value is not None:
+            errs += _too_long(f"spec.runtimeRef.{field}", value, 253)
+    return errs
+
+
+def _trainer_errors(spec: TrainJobSpec) -> list[FieldError]:
+    trainer = spec.trainer
+    if trainer is None:
+        return []
+    errs: list[FieldError] = []
+    if trainer.num_nodes is not None and trainer.num_nodes < 0:
+        errs.append(_min("spec.trainer.numNodes", trainer.num_nodes, 0))
+    if trainer.num_proc_per_node is not None and trainer.num_proc_per_node < 1:
+        errs.append(
+            _cel(
+                "spec.trainer.numProcPerNode", "integer", "numProcPerNode must be greater than or equal to 1"
+            )
+        )
+    if trainer.image is not None:
+        errs += _too_long("spec.trainer.image", trainer.image, 500)
+    for field, items in (("command", trainer.command), ("args", trainer.args)):
+        if items is not None and len(items) > 128:
+            errs.append(
+                FieldError(f"spec.trainer.{field}", f"Too many: {len(items)}: must have at most 128 items")
+            )
+    return errs + _env_count("spec.trainer.env", trainer.env) + _env_names("spec.trainer.env", trainer.env)
+
+
+def _initializer_errors(spec: TrainJobSpec) -> list[FieldError]:
     init = spec.initializer
-    if init is not None:
-        for part, source in (("dataset", init.dataset), ("model", init.model)):
-            if source is None:
-                continue
-            path = f"spec.initializer.{part}"
-            uri = source.storage_uri
-            if uri is not None:
-                errs += _too_long(f"{path}.storageUri", uri, 2048)
-                if uri != "" and not _URI.match(uri):
-                    errs.append(
-                        _cel(
-                            f"{path}.storageUri",
-                            "string",
-                            "storageUri may be empty, or it must be a valid URI (scheme://...)",
-                        )
-                    )
-            errs += _env_count(f"{path}.env", source.env)
-            errs += _env_names(f"{path}.env", source.env)
+    errs: list[FieldError] = []
+    for part, source in (("dataset", init.dataset), ("model", init.model)) if init is not None else ():
+        if source is None:
+            continue
+        path = f"spec.initializer.{part}"
+        uri = source.storage_uri
+        if uri is not None:
+            errs += _too_long(f"{path}.storageUri", uri, 2048)
+        if uri and not _URI.match(uri):
+            message = "storageUri may be empty, or it must be a valid URI (scheme://...)"
+            errs.append(_cel(f"{path}.storageUri", "string", message))
+        errs += _env_count(f"{path}.env", source.env) + _env_names(f"{path}.env", source.env)
+    return errs
+
+
+def _runtime_patch_errors(spec: TrainJobSpec) -> list[FieldError]:
     patches = spec.runtime_patches or []
+    errs: list[FieldError] = []
     if len(patches) > MAX_RUNTIME_PATCHES:
         errs.append(
             FieldError(
@@ -256,7 +265,7 @@ def validate_trainjob_spec(spec: TrainJobSpec) -> list[FieldError]:
                 f"Too many: {len(patches)}: must have at most {MAX_RUNTIME_PATCHES} items",
             )
         )
-    seen: dict[str, int] = {}
+    seen: set[str] = set()
     for i, patch in enumerate(patches):
         path = f"spec.runtimePatches[{i}].manager"
         if patch.manager is None:
@@ -267,13 +276,9 @@ def validate_trainjob_spec(spec: TrainJobSpec) -> list[FieldError]:
             continue
         errs += _domain_prefixed_path("spec.runtimePatches.manager", patch.manager)
         if patch.manager in seen:
-            errs.append(
-                FieldError(
-                    f"spec.runtimePatches[{i}]",
-                    f'Duplicate value: {{"manager":{render_value(patch.manager)}}}',
-                )
-            )
-        seen[patch.manager] = i
+            message = f'Duplicate value: {{"manager":{render_value(patch.manager)}}}'
+            errs.append(FieldError(f"spec.runtimePatches[{i}]", message))
+        seen.add(patch.manager)
     return errs
 
 
@@ -348,42 +353,51 @@ def validate_runtime(runtime: TrainingRuntime) -> list[FieldError]:
     if pgp is not None and pgp.coscheduling is not None and pgp.volcano is not None:
         errs.append(_cel("spec.podGroupPolicy", "object", "Only one of the policy can be configured"))
     template = spec.template
-    jobs = template.spec.replicated_jobs if template is not None and template.spec is not None else None
+    jobs = (
+        template.spec.replicated_jobs if template is not None and template.spec is not None else None
+    ) or []
     names: set[str] = set()
-    for i, rjob in enumerate(jobs or []):
+    for i, rjob in enumerate(jobs):
         path = f"spec.template.spec.replicatedJobs[{i}]"
         if rjob.name in names:
             errs.append(FieldError(f"{path}.name", f"Duplicate value: {render_value(rjob.name)}"))
         names.add(rjob.name)
-        ancestor = rjob.ancestor
-        if ancestor not in ANCESTOR_CONTAINERS:
-            continue
-        replicas = rjob.replicas if rjob.replicas is not None else 1
-        if replicas != 1:
-            errs.append(invalid(f"{path}.replicas", replicas, "always must be 1"))
-        want = ANCESTOR_CONTAINERS[ancestor]
-        if not any(c.get("name") == want for c in rjob.containers()):
-            errs.append(
-                invalid(
-                    f"{path}.template.spec.template.spec.containers",
-                    rjob.pod_spec.get("containers"),
-                    f"must contain the required container for the ancestor: {ancestor}",
-                )
+        errs += _ancestor_errors(path, rjob)
+    return errs + _depends_on_errors(jobs)
+
+
+def _ancestor_errors(path: str, rjob: ReplicatedJob) -> list[FieldError]:
+    """A job labelled as an initializer or the trainer runs once, and has that step's container."""
+    ancestor = rjob.ancestor
+    if ancestor not in ANCESTOR_CONTAINERS:
+        return []
+    errs: list[FieldError] = []
+    replicas = rjob.replicas if rjob.replicas is not None else 1
+    if replicas != 1:
+        errs.append(invalid(f"{path}.replicas", replicas, "always must be 1"))
+    if not any(c.get("name") == ANCESTOR_CONTAINERS[ancestor] for c in rjob.containers()):
+        errs.append(
+            invalid(
+                f"{path}.template.spec.template.spec.containers",
+                rjob.pod_spec.get("containers"),
+                f"must contain the required container for the ancestor: {ancestor}",
             )
+        )
+    return errs
+
+
+def _depends_on_errors(jobs: list[ReplicatedJob]) -> list[FieldError]:
+    """dependsOn names a job listed before it, with status Ready or Complete."""
+    errs: list[FieldError] = []
     before: set[str] = set()
-    for i, rjob in enumerate(jobs or []):
+    for i, rjob in enumerate(jobs):
         for j, dep in enumerate(rjob.depends_on or []):
             dpath = f"spec.template.spec.replicatedJobs[{i}].dependsOn[{j}]"
             if dep.status not in ("Ready", "Complete"):
                 errs.append(not_supported(f"{dpath}.status", dep.status, ["Ready", "Complete"]))
             if dep.name not in before:
-                errs.append(
-                    invalid(
-                        f"{dpath}.name",
-                        dep.name,
-                        "must name a replicated job of this runtime listed before it",
-                    )
-                )
+                message = "must name a replicated job of this runtime listed before it"
+                errs.append(invalid(f"{dpath}.name", dep.name, message))
         before.add(rjob.name)
     return errs
 
