@@ -89,11 +89,39 @@ def build_trainjob(job: TrainingJob, plugin: object) -> Conversion:
     notes = list(conv.notes)
     rs = job.replica_specs.get(conv.template_type)
     template = copy.deepcopy(rs.template) if rs is not None else {}
-    pod_spec = template.get("spec") or {}
-    containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, dict)]
+    containers = [c for c in (template.get("spec") or {}).get("containers") or [] if isinstance(c, dict)]
     main = next(
         (c for c in containers if c.get("name") == conv.container), containers[0] if containers else {}
     )
+    trainer = _build_trainer(main, conv, notes)
+    notes += _dropped_container_notes(main, containers)
+    notes += _other_templates(job, conv)
+    spec: dict[str, Any] = {
+        "runtimeRef": {
+            "apiGroup": TRAINER_API_VERSION.split("/")[0],
+            "kind": KIND_CLUSTER_TRAINING_RUNTIME,
+            "name": conv.runtime,
+        },
+        "trainer": trainer,
+    }
+    patch = _runtime_patch(template, main, notes)
+    if patch is not None:
+        spec["runtimePatches"] = [patch]
+    notes += _run_policy(job, spec)
+    meta = {
+        k: v
+        for k in ("name", "generateName", "namespace", "labels", "annotations")
+        if (v := getattr(job.metadata, _snake(k)))
+    }
+    return Conversion(
+        trainjob={"apiVersion": TRAINER_API_VERSION, "kind": KIND_TRAINJOB, "metadata": meta, "spec": spec},
+        notes=notes,
+    )
+
+
+def _build_trainer(main: dict[str, Any], conv: ConvertedTrainer, notes: list[str]) -> dict[str, Any]:
+    """``spec.trainer`` from the chosen container and the plugin's node counts (a note when the
+    command now runs under the runtime's launcher)."""
     trainer: dict[str, Any] = {}
     if main.get("image"):
         trainer["image"] = main["image"]
@@ -112,41 +140,24 @@ def build_trainjob(job: TrainingJob, plugin: object) -> Conversion:
     trainer["numNodes"] = conv.num_nodes
     if conv.num_proc_per_node is not None:
         trainer["numProcPerNode"] = conv.num_proc_per_node
-    if main.get("env"):
-        trainer["env"] = main["env"]
-    if main.get("resources"):
-        trainer["resourcesPerNode"] = main["resources"]
-    for key in sorted(set(main) - set(TRAINER_CONTAINER_FIELDS) - set(PATCH_CONTAINER_FIELDS)):
-        if key in IGNORED_CONTAINER_FIELDS:
-            continue
-        notes.append(f"container {main.get('name')}: {key} has no TrainJob field; it is dropped")
-    for other in containers:
-        if other is not main:
-            notes.append(
-                f"container {other.get('name')}: sidecar containers have no TrainJob field; it is dropped"
-            )
-    notes += _other_templates(job, conv)
-    spec: dict[str, Any] = {
-        "runtimeRef": {
-            "apiGroup": TRAINER_API_VERSION.split("/")[0],
-            "kind": KIND_CLUSTER_TRAINING_RUNTIME,
-            "name": conv.runtime,
-        },
-        "trainer": trainer,
-    }
-    patch = _runtime_patch(template, main, notes)
-    if patch is not None:
-        spec["runtimePatches"] = [patch]
-    notes += _run_policy(job, spec)
-    meta: dict[str, Any] = {}
-    for key in ("name", "generateName", "namespace", "labels", "annotations"):
-        value = getattr(job.metadata, _snake(key))
-        if value:
-            meta[key] = value
-    return Conversion(
-        trainjob={"apiVersion": TRAINER_API_VERSION, "kind": KIND_TRAINJOB, "metadata": meta, "spec": spec},
-        notes=notes,
-    )
+    for key, field_name in (("env", "env"), ("resources", "resourcesPerNode")):
+        if main.get(key):
+            trainer[field_name] = main[key]
+    return trainer
+
+
+def _dropped_container_notes(main: dict[str, Any], containers: list[dict[str, Any]]) -> list[str]:
+    notes = [
+        f"container {main.get('name')}: {key} has no TrainJob field; it is dropped"
+        for key in sorted(set(main) - set(TRAINER_CONTAINER_FIELDS) - set(PATCH_CONTAINER_FIELDS))
+        if key not in IGNORED_CONTAINER_FIELDS
+    ]
+    notes += [
+        f"container {other.get('name')}: sidecar containers have no TrainJob field; it is dropped"
+        for other in containers
+        if other is not main
+    ]
+    return notes
 
 
 def _snake(key: str) -> str:
