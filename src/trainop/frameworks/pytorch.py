@@ -365,26 +365,21 @@ class TorchPolicy:
         return errs + reserved_env_error(ctx.job, TORCH_RESERVED_ENV)
 
     def enforce_ml_policy(self, ctx: PolicyContext) -> None:
+        """torch.go: the trainer's node count, the PET_* env on the trainer container (and on the
+        envInjection targets), and the trainer port."""
         trainer = ctx.job.spec.trainer
         step = ctx.step_by_ancestor(ANCESTOR_TRAINER)
         if step is not None and trainer is not None and trainer.num_nodes is not None:
             step.count = trainer.num_nodes
-        nproc = "auto"
-        if trainer is not None and trainer.num_proc_per_node is not None:
-            nproc = str(trainer.num_proc_per_node)
-        resources = ctx.resources_per_node()
-        if nproc == "auto" and not ctx.gpus_per_node():
-            nproc = str(max(1, count_cpus(resources)))
         job = ctx.job.name
-        port = ctx.topology.port(job, NODE, 0, 0, TRAINER_PORT)
         pet = [
             env_var(ENV_PET_NNODES, str(step.count if step is not None else 1)),
-            env_var(ENV_PET_NPROC_PER_NODE, nproc),
+            env_var(ENV_PET_NPROC_PER_NODE, _nproc_per_node(ctx)),
             field_ref_env(ENV_PET_NODE_RANK, FIELD_JOB_COMPLETION_INDEX),
         ]
         master = [
             env_var(ENV_PET_MASTER_ADDR, ctx.topology.host(job, NODE, 0, 0)),
-            env_var(ENV_PET_MASTER_PORT, str(port)),
+            env_var(ENV_PET_MASTER_PORT, str(ctx.topology.port(job, NODE, 0, 0, TRAINER_PORT))),
         ]
         container = ctx.trainer_container()
         if container is not None and trainer is not None:
@@ -392,14 +387,32 @@ class TorchPolicy:
             upsert_env(container, pet)
             upsert_env(container, master)
             upsert_port(container, TRAINER_PORT)
-        torch = ctx.runtime.spec.ml_policy.torch if ctx.runtime.spec.ml_policy else None
-        for target in (torch.env_injection.targets or []) if torch and torch.env_injection else []:
-            tstep = ctx.step(target.job_name or "")
-            for name in target.container_names or []:
-                c = tstep.container(name) or tstep.container(name, init=True) if tstep is not None else None
-                if c is not None:
-                    upsert_env(c, pet)
-                    upsert_env(c, master)
+        for c in _env_injection_containers(ctx):
+            upsert_env(c, pet)
+            upsert_env(c, master)
+
+
+def _nproc_per_node(ctx: PolicyContext) -> str:
+    """numProcPerNode as written; else ``auto`` with GPUs, or the CPUs per node (at least 1)."""
+    trainer = ctx.job.spec.trainer
+    if trainer is not None and trainer.num_proc_per_node is not None:
+        return str(trainer.num_proc_per_node)
+    if ctx.gpus_per_node():
+        return "auto"
+    return str(max(1, count_cpus(ctx.resources_per_node())))
+
+
+def _env_injection_containers(ctx: PolicyContext) -> list[dict[str, Any]]:
+    """The containers the torch policy's envInjection targets name (init containers too)."""
+    torch = ctx.runtime.spec.ml_policy.torch if ctx.runtime.spec.ml_policy else None
+    out = []
+    for target in (torch.env_injection.targets or []) if torch and torch.env_injection else []:
+        tstep = ctx.step(target.job_name or "")
+        for name in (target.container_names or []) if tstep is not None else []:
+            c = tstep.container(name) or tstep.container(name, init=True)  # type: ignore[union-attr]
+            if c is not None:
+                out.append(c)
+    return out
 
 
 __all__ = [
