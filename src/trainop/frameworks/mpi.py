@@ -47,6 +47,7 @@ from trainop.api.constants import (
 )
 from trainop.api.errors import FieldError, invalid
 from trainop.api.kinds import MPIJobSpec
+from trainop.api.trainer import MPIPolicy as MPIPolicySource
 from trainop.core.convert import ConvertedTrainer
 from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
@@ -54,6 +55,7 @@ from trainop.core.pods import detect_index, detect_phase, detect_replica_pods
 from trainop.core.topology import Topology, replica_name
 from trainop.core.trainjob import (
     PolicyContext,
+    Step,
     build_trainjob_owner,
     reserved_env_error,
     upsert_env,
@@ -577,6 +579,8 @@ class MPIPolicy:
         return errs + reserved_env_error(ctx.job, MPI_RESERVED_ENV)
 
     def enforce_ml_policy(self, ctx: PolicyContext) -> None:
+        """mpi.go: the node count (the launcher is a node with runLauncherAsNode), the SSH Secret's and
+        the hostfile's volumes and mounts, Open MPI's env on the launcher, and the two objects."""
         ml = ctx.runtime.spec.ml_policy
         mpi = ml.mpi if ml is not None else None
         if mpi is None:
@@ -586,51 +590,18 @@ class MPIPolicy:
         node = ctx.step(NODE)
         if node is not None and trainer is not None and trainer.num_nodes is not None:
             node.count = max(trainer.num_nodes - 1, 1) if mpi.run_launcher_as_node else trainer.num_nodes
-        slots = mpi.num_proc_per_node or 1
-        if trainer is not None and trainer.num_proc_per_node is not None:
-            slots = trainer.num_proc_per_node
-        elif slots == 1 and ctx.gpus_per_node() > 1:
-            slots = ctx.gpus_per_node()
-        secret = f"{job}{MPI_SSH_AUTH_SUFFIX}"
-        hostfile = f"{job}{MPI_HOSTFILE_SUFFIX}"
+        slots = _slots(ctx, mpi)
+        secret, hostfile = f"{job}{MPI_SSH_AUTH_SUFFIX}", f"{job}{MPI_HOSTFILE_SUFFIX}"
         for step in ctx.steps:
-            if step.name not in (NODE, STEP_LAUNCHER):
-                continue
-            volumes = step.pod_spec.setdefault("volumes", [])
-            upsert_named(volumes, _ssh_volume(secret))
-            if step.name == STEP_LAUNCHER:
-                upsert_named(
-                    volumes,
-                    {
-                        "name": MPI_HOSTFILE_VOLUME,
-                        "configMap": {
-                            "name": hostfile,
-                            "items": [{"key": MPI_HOSTFILE_NAME, "path": MPI_HOSTFILE_NAME, "mode": 0o444}],
-                        },
-                    },
-                )
-            container = step.container(NODE)
-            if container is None:
-                continue
-            mounts = container.setdefault("volumeMounts", [])
-            upsert_named(mounts, {"name": MPI_SSH_AUTH_VOLUME, "mountPath": mpi.ssh_auth_mount_path})
-            if step.name == STEP_LAUNCHER:
-                upsert_named(mounts, {"name": MPI_HOSTFILE_VOLUME, "mountPath": MPI_HOSTFILE_DIR})
-                upsert_env(
-                    container,
-                    [
-                        env_var(ENV_OMPI_HOSTFILE, f"{MPI_HOSTFILE_DIR}/{MPI_HOSTFILE_NAME}"),
-                        env_var(ENV_OMPI_KEEP_FQDN, "true"),
-                        env_var(ENV_OMPI_DEFAULT_SLOTS, str(slots)),
-                        env_var(ENV_OMPI_RSH_ARGS, OMPI_RSH_ARGS_DEFAULT),
-                    ],
-                )
-        lines = []
-        for step in ctx.steps:
-            if step.name == NODE or (mpi.run_launcher_as_node and step.name == STEP_LAUNCHER):
-                for ji in range(step.replicas):
-                    for pi in range(step.count):
-                        lines.append(f"{ctx.topology.host(job, step.name, ji, pi)} slots={slots}\n")
+            if step.name in (NODE, STEP_LAUNCHER):
+                _mount_mpi_files(step, mpi, secret, hostfile, slots)
+        lines = [
+            f"{ctx.topology.host(job, step.name, ji, pi)} slots={slots}\n"
+            for step in ctx.steps
+            if step.name == NODE or (mpi.run_launcher_as_node and step.name == STEP_LAUNCHER)
+            for ji in range(step.replicas)
+            for pi in range(step.count)
+        ]
         meta = {"namespace": ctx.job.namespace, "ownerReferences": [build_trainjob_owner(ctx.job)]}
         ctx.objects.append(
             {
@@ -648,6 +619,41 @@ class MPIPolicy:
                 "metadata": {"name": hostfile, **meta},
                 "data": {MPI_HOSTFILE_NAME: "".join(lines)},
             }
+        )
+
+
+def _slots(ctx: PolicyContext, mpi: MPIPolicySource) -> int:
+    """Each node's slots: the TrainJob's numProcPerNode, else the policy's; one per GPU when that is 1."""
+    trainer = ctx.job.spec.trainer
+    if trainer is not None and trainer.num_proc_per_node is not None:
+        return int(trainer.num_proc_per_node)
+    slots = int(mpi.num_proc_per_node or 1)
+    return ctx.gpus_per_node() if slots == 1 and ctx.gpus_per_node() > 1 else slots
+
+
+def _mount_mpi_files(step: Step, mpi: MPIPolicySource, secret: str, hostfile: str, slots: int) -> None:
+    """The SSH keys on every node and the launcher; the hostfile and Open MPI's env on the launcher."""
+    launcher = step.name == STEP_LAUNCHER
+    volumes = step.pod_spec.setdefault("volumes", [])
+    upsert_named(volumes, _ssh_volume(secret))
+    if launcher:
+        items = [{"key": MPI_HOSTFILE_NAME, "path": MPI_HOSTFILE_NAME, "mode": 0o444}]
+        upsert_named(volumes, {"name": MPI_HOSTFILE_VOLUME, "configMap": {"name": hostfile, "items": items}})
+    container = step.container(NODE)
+    if container is None:
+        return
+    mounts = container.setdefault("volumeMounts", [])
+    upsert_named(mounts, {"name": MPI_SSH_AUTH_VOLUME, "mountPath": mpi.ssh_auth_mount_path})
+    if launcher:
+        upsert_named(mounts, {"name": MPI_HOSTFILE_VOLUME, "mountPath": MPI_HOSTFILE_DIR})
+        upsert_env(
+            container,
+            [
+                env_var(ENV_OMPI_HOSTFILE, f"{MPI_HOSTFILE_DIR}/{MPI_HOSTFILE_NAME}"),
+                env_var(ENV_OMPI_KEEP_FQDN, "true"),
+                env_var(ENV_OMPI_DEFAULT_SLOTS, str(slots)),
+                env_var(ENV_OMPI_RSH_ARGS, OMPI_RSH_ARGS_DEFAULT),
+            ],
         )
 
 
