@@ -39,31 +39,41 @@ def check_trainer_status(doc: Any) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("trainerStatus"), dict):
         raise ProgressError('the body must be a JSON object with a "trainerStatus" object')
     status: dict[str, Any] = doc["trainerStatus"]
-    for field, top in (("progressPercentage", 100), ("estimatedRemainingSeconds", None)):
-        value = status.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (top and value > top):
-            bound = f"0 to {top}" if top else ">= 0"
-            raise ProgressError(f"trainerStatus.{field}: must be an integer {bound}, got {value!r}")
-    metrics = status.get("metrics")
-    if metrics is not None:
-        if not isinstance(metrics, list) or len(metrics) > MAX_METRICS:
-            raise ProgressError(f"trainerStatus.metrics: must be a list of at most {MAX_METRICS} items")
-        for i, m in enumerate(metrics):
-            if not (isinstance(m, dict) and isinstance(m.get("name"), str) and m["name"]):
-                raise ProgressError(f"trainerStatus.metrics[{i}].name: must be a non-empty string")
-            if not isinstance(m.get("value"), str):
-                raise ProgressError(
-                    f"trainerStatus.metrics[{i}].value: must be a string (upstream serializes numbers as "
-                    f'strings: "0.42"), got {m.get("value")!r}'
-                )
+    _check_count(status, "progressPercentage", 100)
+    _check_count(status, "estimatedRemainingSeconds", None)
+    _check_metrics(status.get("metrics"))
     stamp = status.get("lastUpdatedTime")
     if stamp is not None and not isinstance(stamp, str):
         raise ProgressError(
             f'trainerStatus.lastUpdatedTime: must be an RFC 3339 time ("2025-01-23T10:30:45Z"), got {stamp!r}'
         )
     return status
+
+
+def _check_count(status: Mapping[str, Any], field: str, top: int | None) -> None:
+    """An optional integer field: absent, or 0 to ``top`` (no bound when None)."""
+    value = status.get(field)
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (top and value > top):
+        bound = f"0 to {top}" if top else ">= 0"
+        raise ProgressError(f"trainerStatus.{field}: must be an integer {bound}, got {value!r}")
+
+
+def _check_metrics(metrics: Any) -> None:
+    """Absent, or at most ``MAX_METRICS`` items ``{name: non-empty string, value: string}``."""
+    if metrics is None:
+        return
+    if not isinstance(metrics, list) or len(metrics) > MAX_METRICS:
+        raise ProgressError(f"trainerStatus.metrics: must be a list of at most {MAX_METRICS} items")
+    for i, m in enumerate(metrics):
+        if not (isinstance(m, dict) and isinstance(m.get("name"), str) and m["name"]):
+            raise ProgressError(f"trainerStatus.metrics[{i}].name: must be a non-empty string")
+        if not isinstance(m.get("value"), str):
+            raise ProgressError(
+                f"trainerStatus.metrics[{i}].value: must be a string (upstream serializes numbers as "
+                f'strings: "0.42"), got {m.get("value")!r}'
+            )
 
 
 def build_stored_status(status: Mapping[str, Any], now: str) -> dict[str, Any]:
