@@ -8,7 +8,8 @@ SDK translates it to kubeflow-training's types (and builds upstream's exceptions
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -385,9 +386,29 @@ class JobClient(Protocol):
         container: str | None = None,
         follow: bool = False,
         previous: bool = False,
+        stop: Callable[[], bool] | None = None,
+        partials: Callable[[list[LogLine]], None] | None = None,
     ) -> Iterator[LogLine]:
         """The job's output; ``replica`` is ``worker-1`` or the pod's name. ``follow``: until the job
-        has finished and its replicas' processes ended."""
+        has finished and its replicas' processes ended, or ``stop()`` says so where the backend polls
+        (a web page that closed); ``partials`` gets each container's unfinished last line after each
+        poll where the backend keeps one (this machine: a bar drawn in place)."""
+        ...
+
+    def reader(self) -> AbstractContextManager[JobClient]:
+        """A client to read from on another thread for as long as the context lasts (a followed log):
+        this machine's store connection belongs to the thread that opened it, so it opens another;
+        a cluster's client is shared."""
+        ...
+
+    def change_token(self) -> object | None:
+        """Something that differs whenever a job may have changed, or None where there is no cheap way
+        to know (a cluster: every read goes to the API server)."""
+        ...
+
+    def progress(self, job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
+        """What the job's replicas posted as Trainer v2 progress (KEP-2779), oldest first: (replica,
+        time, trainerStatus). This machine keeps every post; a cluster the latest (core/progress.py)."""
         ...
 
     def wait(

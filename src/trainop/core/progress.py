@@ -10,14 +10,19 @@ is ``operator/progress.py``; the local backend's endpoint is ``backends/local/pr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainop.api.constants import (
+    ANNOTATION_TRAINER_STATUS,
     ENV_TRAINER_SERVER_CA_CERT,
     ENV_TRAINER_SERVER_TOKEN,
     ENV_TRAINER_SERVER_URL,
 )
+
+if TYPE_CHECKING:
+    from trainop.api.common import TrainingJob
 
 AUDIENCE = "trainer.kubeflow.org"  # the projected token's audience; the operator's TokenReview asks it
 TOKEN_EXPIRATION_S = 3600
@@ -162,3 +167,16 @@ def inject_progress(pod: dict[str, Any], job_name: str, url: str) -> None:
             have = {e.get("name") for e in container.get("env") or () if isinstance(e, dict)}
             container["env"] = [*(container.get("env") or ()), *(e for e in env if e["name"] not in have)]
             container["volumeMounts"] = [*(container.get("volumeMounts") or ()), dict(mount)]
+
+
+def read_annotated_status(job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
+    """A v1 job's latest trainerStatus, from the annotation the operator writes (the v1 status has no
+    field for it), as the one post a cluster keeps: ``[("", 0.0, trainerStatus)]``, or ``[]``."""
+    text = (job.metadata.annotations or {}).get(ANNOTATION_TRAINER_STATUS)
+    if not text:
+        return []
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return []
+    return [("", 0.0, doc)] if isinstance(doc, dict) else []

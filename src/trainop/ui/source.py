@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from trainop.ui.views import read_annotated_status
-
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
     from trainop.backends.base import JobClient, LogLine
@@ -37,31 +35,19 @@ class Source:
         return await loop.run_in_executor(self._worker, lambda: fn(*args, **kwargs))
 
     def change_token(self) -> object | None:
-        """Something that differs whenever a job may have changed, or None where there is no cheap way
-        to know (a cluster: every read goes to the API server). This machine: SQLite's data_version
-        (another process committed) and this process's own writes."""
-        from trainop.backends.local.api import LocalBackend
-
-        if not isinstance(self.backend, LocalBackend):
-            return None
-        return (self.backend.store.conn.execute("PRAGMA data_version").fetchone()[0], self.writes)
+        """Something that differs whenever a job may have changed (the backend's token and this
+        process's own writes), or None where the backend has no cheap way to know (a cluster)."""
+        token = self.backend.change_token()
+        return None if token is None else (token, self.writes)
 
     def where(self) -> str:
         return self.backend.where()
 
     def is_local(self) -> bool:
-        from trainop.backends.local.api import LocalBackend
-
-        return isinstance(self.backend, LocalBackend)
+        return self.backend.replicas_here
 
     def progress(self, job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
-        """What the job's replicas posted (this machine keeps every post), or on a cluster the latest
-        trainerStatus its annotation holds."""
-        from trainop.backends.local.api import LocalBackend
-
-        if isinstance(self.backend, LocalBackend):
-            return self.backend.progress(job.name, job.namespace)
-        return read_annotated_status(job)
+        return self.backend.progress(job)
 
     def open_logs(
         self,
@@ -73,35 +59,27 @@ class Source:
         stop: Callable[[], bool],
         partials: Callable[[list[LogLine]], None],
     ) -> tuple[Iterator[LogLine], Callable[[], None]]:
-        """A log reader of its own and how to close it. On this machine: a second store connection
-        (the follower sleeps between polls, so it must not hold the shared worker), and ``stop()``
-        ends a follow whose page has gone even while the job runs on and writes nothing; ``partials``
-        gets each container's unfinished last line (a cluster's logs have none to give)."""
-        from trainop.backends.local.api import LocalBackend
+        """A log reader of its own and how to close it: a client for its thread (the follower sleeps
+        between polls, so it must not hold the shared worker), ``stop()`` ends a follow whose page has
+        gone even while the job runs on and writes nothing, ``partials`` gets each container's
+        unfinished last line where the backend keeps one."""
+        self.backend.get(name, namespace)  # a job that is not there: said now, as a 404
+        backend = self.backend
 
-        if isinstance(self.backend, LocalBackend):
-            local = self.backend
-            local.get(name, namespace)  # a job that is not there: said now, as a 404
+        def read() -> Iterator[LogLine]:
+            # Opened when first read: a page that went away before then leaves nothing open.
+            with backend.reader() as own:
+                yield from own.logs(
+                    name,
+                    namespace,
+                    replica=replica,
+                    container=container,
+                    follow=follow,
+                    stop=stop,
+                    partials=partials,
+                )
 
-            def read() -> Iterator[LogLine]:
-                # Opened when first read: a page that went away before then leaves nothing open.
-                own = LocalBackend(local.paths.home, local.env, spawner=local.spawner)
-                try:
-                    yield from own.logs(
-                        name,
-                        namespace,
-                        replica=replica,
-                        container=container,
-                        follow=follow,
-                        stop=stop,
-                        partials=partials,
-                    )
-                finally:
-                    own.close()
-
-            return read(), lambda: None
-        lines = self.backend.logs(name, namespace, replica=replica, container=container, follow=follow)
-        return lines, lambda: None
+        return read(), lambda: None
 
     # The verb each action needs of the caller's RBAC, as `kubectl patch` and `kubectl delete` ask.
     ACTION_VERBS = {"suspend": "patch", "resume": "patch", "delete": "delete"}

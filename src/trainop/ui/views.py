@@ -7,11 +7,10 @@ run`` prints), so the page and the terminal never disagree.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trainop.api.constants import ANNOTATION_TRAINER_STATUS, LABEL_KUEUE_QUEUE
+from trainop.api.constants import LABEL_KUEUE_QUEUE
 from trainop.cli.format import compute_replica_counts, format_replicas
 from trainop.cli.listing import compute_display_state
 from trainop.cli.live import build_replica_views
@@ -212,15 +211,3 @@ def build_progress(posts: Sequence[tuple[str, float, Mapping[str, Any]]]) -> dic
             for name, by_rep in series.items()
         },
     }
-
-
-def read_annotated_status(job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
-    """A cluster job's latest trainerStatus from its annotation (the v1 status has no field for it)."""
-    text = (job.metadata.annotations or {}).get(ANNOTATION_TRAINER_STATUS)
-    if not text:
-        return []
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        return []
-    return [("", 0.0, doc)] if isinstance(doc, dict) else []

@@ -178,7 +178,7 @@ def test_causal_lm_with_lora_on_two_workers(home: Path, assets: Assets, client: 
     # transformers' own KubeflowCallback posted the run's progress to the job's endpoint (issue 27)
     reader = LocalBackend(home)
     try:
-        posts = [status for _, _, status in reader.progress("lm")]
+        posts = [status for _, _, status in reader.progress(reader.get("lm"))]
     finally:
         reader.close()
     last = {m["name"] for m in posts[-1].get("metrics", [])} if posts else set()

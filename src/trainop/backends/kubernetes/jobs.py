@@ -16,7 +16,7 @@ import copy
 import logging
 import queue
 import threading
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,6 +55,7 @@ from trainop.backends.base import (
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
 from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, poll_until, wait_for_job
+from trainop.core.progress import read_annotated_status
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -730,7 +731,11 @@ class KubernetesBackend:
         container: str | None = None,
         follow: bool = False,
         previous: bool = False,
+        stop: Callable[[], bool] | None = None,
+        partials: Callable[[list[LogLine]], None] | None = None,
     ) -> Iterator[LogLine]:
+        # ``stop`` and ``partials``: the API server streams whole lines and has no unfinished one to
+        # give; a followed stream ends with the job's pods (or when its reader is closed).
         if previous:
             raise NotSupportedError(
                 "--previous is not available with --backend kubernetes yet; kubectl logs --previous POD "
@@ -744,6 +749,16 @@ class KubernetesBackend:
 
     def feed(self, job: TrainingJob) -> JobFeed:
         return ClusterFeed(self, job)
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[KubernetesBackend]:
+        yield self  # requests run on the client's own loop thread, whichever thread asks
+
+    def change_token(self) -> object | None:
+        return None
+
+    def progress(self, job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
+        return read_annotated_status(job)  # the operator keeps the latest post (operator/progress.py)
 
     # TrainJobs on a cluster are the operator's (operator/trainjobs.py): read and deleted here as
     # Kubernetes JSON; their pods carry JobSet's jobset-name label.

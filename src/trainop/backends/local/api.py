@@ -478,10 +478,21 @@ class LocalBackend:
         """Every run of every container of the job (``logs --since`` picks the attempts alive since)."""
         return list(self.store.list_processes(self._row(name, namespace).uid))
 
-    def progress(self, name: str, namespace: str = "default") -> list[tuple[str, float, dict[str, Any]]]:
-        """What the job's replicas posted to their progress endpoint (backends/local/progress.py):
-        (replica, time, trainerStatus), oldest first."""
-        return self.store.list_progress(self._row(name, namespace).uid)
+    def progress(self, job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
+        """Every post of the job's replicas to their progress endpoint (backends/local/progress.py)."""
+        return self.store.list_progress(self._row(job.name, job.namespace).uid)
+
+    def change_token(self) -> object | None:
+        version: int = self.store.conn.execute("PRAGMA data_version").fetchone()[0]
+        return version  # moves when another process committed
+
+    @contextlib.contextmanager
+    def reader(self) -> Iterator[LocalBackend]:
+        own = LocalBackend(self.paths.home, self.env, spawner=self.spawner)
+        try:
+            yield own
+        finally:
+            own.close()
 
     def feed(self, job: TrainingJob) -> JobFeed:
         """What ``trainop run`` watches the job through (backends/local/feed.py)."""
