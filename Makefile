@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help venv dev demo test lint typecheck unit fuzz k8s-lightkube integration e2e crds bench bench-core bench-local bench-k8s testenv testenv-up clean
+.PHONY: help preflight venv dev demo test lint typecheck unit fuzz k8s-lightkube integration e2e crds bench bench-core bench-local bench-k8s testenv testenv-up clean
 
 help:
 	@echo "make demo        run the PyTorch DDP demo on the local backend"
@@ -70,7 +70,7 @@ integration: testenv $(STAMP)-dev
 # waiting); `build.sh --wait` then prints each binary's build time and the Kueue and Helm tests run.
 -include mk/*.mk
 
-test: testenv-background lint typecheck
+test: preflight testenv-background lint typecheck
 	$(BIN)/pytest -q -m "not k8s" tests
 	@hack/testenv/build.sh --wait-control-plane
 	$(BIN)/pytest -q -m "k8s and not testenv_addons" tests
@@ -86,6 +86,10 @@ K8S_LIGHTKUBE_TESTS := tests/integration/k8s/test_lifecycle.py tests/integration
 k8s-lightkube: $(STAMP)-dev
 	@hack/testenv/build.sh --wait-control-plane
 	TRAINOP_KUBE_DIRECT=0 $(BIN)/pytest -q -m k8s $(K8S_LIGHTKUBE_TESTS)
+
+# First of `make test`: is there room on the disks it is about to fill (hack/preflight.sh)?
+preflight:
+	@hack/preflight.sh
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
