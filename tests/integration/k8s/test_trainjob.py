@@ -298,8 +298,10 @@ def test_max_restarts_restarts_every_pod_then_fails_with_jobsets_reason(
         "jobset failed due to reaching max number of restarts",
     )
     assert get(trainjobs, "rs")["metadata"]["annotations"]["trainop.dev/jobset-restarts"] == "2"
-    last = pods(trainjobs, "rs")
-    assert [p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for p in last] == ["2", "2"]
+    # The pods left are the last attempt's: the failed one (a node still running when the TrainJob
+    # failed is deleted, so it may be gone).
+    last = {p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for p in pods(trainjobs, "rs")}
+    assert last == {"2"}
     assert "2" in attempts
 
 
