@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamp
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help preflight venv dev demo test lint typecheck unit fuzz k8s-lightkube integration e2e crds bench bench-core bench-local bench-k8s testenv testenv-up clean
+.PHONY: help preflight venv dev demo test lint typecheck unit fuzz k8s-lightkube integration e2e crds bench bench-core bench-local bench-k8s testenv testenv-up size clean
 
 help:
 	@echo "make demo        run the PyTorch DDP demo on the local backend"
@@ -17,6 +17,7 @@ help:
 	@echo "make testenv     build kube-apiserver, etcd, kwok ... into the cache"
 	@echo "make bench-core | bench-local | bench-k8s   print benchmark figures (make bench: all three)"
 	@echo "make unit | integration | e2e   one layer of the tests"
+	@echo "make size        src/ against 132cbfd, new features counted apart (issue 22)"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -90,6 +91,10 @@ k8s-lightkube: $(STAMP)-dev
 # First of `make test`: is there room on the disks it is about to fill (hack/preflight.sh)?
 preflight:
 	@hack/preflight.sh
+
+# src/'s size against the base of issue 22, each wave-3 feature's lines counted apart
+size:
+	@$(PY) hack/src_size.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
