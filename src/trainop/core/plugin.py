@@ -134,18 +134,21 @@ class Launcher(Protocol):
         ...
 
 
+# The local backend's three capabilities, one purpose each (issue 22: one bundle forced no-op stubs on
+# the kinds that need only one part). None is used on Kubernetes.
 @runtime_checkable
-class LocalEnv(Protocol):
-    """What the local backend adds to a replica's environment so the framework's traffic stays on one
-    machine (loopback addresses, a private TMPDIR). Never used on Kubernetes."""
-
-    # Helper init containers the kind injects that have nothing to do on one machine: name → why.
-    local_noop_helpers: Mapping[str, str]
+class LoopbackEnv(Protocol):
+    """The framework's own traffic needs settings to stay on the loopback address of one machine."""
 
     def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
         """Defaults that keep the framework's own traffic on the loopback address ``pod_ip``, for a
         container whose environment so far is ``env``; a variable already there is kept."""
         ...
+
+
+@runtime_checkable
+class LocalEnv(Protocol):
+    """The kind adds variables of its own on one machine (a rendezvous host, a private TMPDIR)."""
 
     def build_local_env(
         self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
@@ -153,6 +156,13 @@ class LocalEnv(Protocol):
         """Variables to set on top of a container's environment ``env`` (host env + its env list,
         whose names are ``listed``); a variable the user set is left alone."""
         ...
+
+
+@runtime_checkable
+class LocalNoopHelpers(Protocol):
+    """The kind injects helper init containers that have nothing to do on one machine."""
+
+    local_noop_helpers: Mapping[str, str]  # container name → why it has nothing to do
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +194,9 @@ class Capabilities:
 
     extra_objects: ExtraObjects | None
     launcher: Launcher | None
+    loopback_env: LoopbackEnv | None
     local_env: LocalEnv | None
+    noop_helpers: LocalNoopHelpers | None
     remote_exec: RemoteExec | None
 
 
@@ -201,7 +213,9 @@ def capabilities(plugin: FrameworkPlugin) -> Capabilities:
     caps = Capabilities(
         extra_objects=plugin if isinstance(plugin, ExtraObjects) else None,
         launcher=plugin if isinstance(plugin, Launcher) else None,
+        loopback_env=plugin if isinstance(plugin, LoopbackEnv) else None,
         local_env=plugin if isinstance(plugin, LocalEnv) else None,
+        noop_helpers=plugin if isinstance(plugin, LocalNoopHelpers) else None,
         remote_exec=plugin if isinstance(plugin, RemoteExec) else None,
     )
     _CAPABILITIES[id(plugin)] = (plugin, caps)

@@ -2,8 +2,8 @@
 
 The Protocols live in core because core calls them and layers import downward only (design.md);
 plugins import them from here. ``FrameworkPlugin`` is what every kind implements; ``ExtraObjects``,
-``Launcher``, ``LocalEnv`` and ``RemoteExec`` (with its ``ExecAgent``) are the optional capabilities a
-plugin has by having their members.
+``Launcher``, ``LoopbackEnv``, ``LocalEnv``, ``LocalNoopHelpers`` and ``RemoteExec`` (with its
+``ExecAgent``) are the optional capabilities a plugin has by having their members.
 Pure; no I/O.
 """
 
@@ -14,6 +14,8 @@ from trainop.core.plugin import (
     FrameworkPlugin,
     Launcher,
     LocalEnv,
+    LocalNoopHelpers,
+    LoopbackEnv,
     RemoteExec,
     ReplicaCounts,
 )
@@ -25,6 +27,8 @@ __all__ = [
     "FrameworkPlugin",
     "Launcher",
     "LocalEnv",
+    "LocalNoopHelpers",
+    "LoopbackEnv",
     "RemoteExec",
     "ReplicaCounts",
 ]

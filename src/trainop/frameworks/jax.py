@@ -4,8 +4,7 @@ of §4.4. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
@@ -43,10 +42,9 @@ WORKER = "Worker"
 
 
 class JAXPlugin(BasePlugin):
-    """Capability: ``LocalEnv`` (the coordinator binds the loopback address)."""
+    """Capability: ``LoopbackEnv`` (the coordinator binds the loopback address)."""
 
     kind: ClassVar[str] = "JAXJob"
-    local_noop_helpers: Mapping[str, str] = MappingProxyType({})
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         return index == 0  # §3.1: Worker-0
@@ -67,11 +65,6 @@ class JAXPlugin(BasePlugin):
         if port is None or ENV_JAX_COORDINATOR_BIND_ADDRESS in env:
             return {}
         return {ENV_JAX_COORDINATOR_BIND_ADDRESS: f"{pod_ip}:{port}"}
-
-    def build_local_env(
-        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
-    ) -> dict[str, str]:
-        return {}
 
     def convert_to_trainjob(self, job: TrainingJob) -> ConvertedTrainer:
         """jax-distributed: one process per Worker pod."""

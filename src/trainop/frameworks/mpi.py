@@ -248,8 +248,9 @@ def _find_pod(pods: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
 
 class MPIPlugin(BasePlugin):
     """Capabilities: ``Launcher`` (no Services, its own pod logic and create events), ``ExtraObjects``
-    (RBAC and the ConfigMap, selected by their ``app`` label), ``LocalEnv`` (Open MPI on loopback, a
-    TMPDIR per replica) and ``RemoteExec`` (kubexec.sh is the rsh agent the local backend replaces)."""
+    (RBAC and the ConfigMap, selected by their ``app`` label), ``LoopbackEnv`` (Open MPI on loopback),
+    ``LocalEnv`` (a TMPDIR per replica), ``LocalNoopHelpers`` (kubectl-delivery) and ``RemoteExec``
+    (kubexec.sh is the rsh agent the local backend replaces)."""
 
     kind: ClassVar[str] = "MPIJob"
     owned_kinds: tuple[str, ...] = ("ConfigMap", "ServiceAccount", "Role", "RoleBinding")

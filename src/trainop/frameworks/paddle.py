@@ -7,8 +7,7 @@ reads its own IP through ``POD_IP_DUMMY`` (a downward-API fieldRef). Pure: no I/
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from types import MappingProxyType
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from trainop.api.common import TrainingJob
@@ -43,10 +42,9 @@ def pod_ip_env() -> dict[str, Any]:
 
 
 class PaddlePlugin(BasePlugin):
-    """Capability: ``LocalEnv`` (paddle.distributed.launch's own address on loopback)."""
+    """Capability: ``LoopbackEnv`` (paddle.distributed.launch's own address on loopback)."""
 
     kind: ClassVar[str] = "PaddleJob"
-    local_noop_helpers: Mapping[str, str] = MappingProxyType({})
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         return rtype == MASTER  # §3.1: Master pods; a collective job has none
@@ -77,11 +75,6 @@ class PaddlePlugin(BasePlugin):
         """paddle.distributed.launch advertises POD_IP (else the hostname's address) as its own endpoint
         and the trainers'; §3.7 sets only POD_IP_DUMMY, and paddle reads POD_IP as its --host."""
         return {} if ENV_POD_IP in env else {ENV_POD_IP: pod_ip}
-
-    def build_local_env(
-        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
-    ) -> dict[str, str]:
-        return {}
 
     def compute_conditions(
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]

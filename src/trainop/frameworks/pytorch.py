@@ -102,8 +102,9 @@ def build_wait_for_master_script(master_addr: str, max_tries: int) -> str:
 
 
 class PyTorchPlugin(BasePlugin):
-    """Capabilities: ``ExtraObjects`` (the elastic HPA, which carries no label of ours) and ``LocalEnv``
-    (which agent hosts the c10d store; ``init-pytorch`` has nothing to wait for on one machine)."""
+    """Capabilities: ``ExtraObjects`` (the elastic HPA, which carries no label of ours), ``LocalEnv``
+    (which agent hosts the c10d store) and ``LocalNoopHelpers`` (``init-pytorch`` has nothing to wait
+    for on one machine). Its Gloo, NCCL and TensorPipe loopback settings are every kind's."""
 
     kind: ClassVar[str] = "PyTorchJob"
     owned_kinds: tuple[str, ...] = ("HorizontalPodAutoscaler",)
@@ -223,9 +224,6 @@ class PyTorchPlugin(BasePlugin):
         """The elastic HPA (§3.4) when ``elasticPolicy.metrics`` is set; nothing otherwise."""
         hpa = build_hpa(job)
         return [hpa] if hpa is not None else []
-
-    def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
-        return {}  # torch's Gloo, NCCL and TensorPipe settings are every kind's (the local backend's own)
 
     def build_local_env(
         self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str

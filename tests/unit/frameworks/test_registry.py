@@ -28,12 +28,15 @@ def test_registry_kinds_and_capabilities() -> None:
         kind: (REGISTRY.get(kind).info, _capability_names(REGISTRY.get(kind))) for kind in REGISTRY.kinds()
     }
     want = {
-        "PyTorchJob": (KIND_INFO["PyTorchJob"], {"ExtraObjects", "LocalEnv"}),
+        "PyTorchJob": (KIND_INFO["PyTorchJob"], {"ExtraObjects", "LocalEnv", "LocalNoopHelpers"}),
         "TFJob": (KIND_INFO["TFJob"], set()),
         "XGBoostJob": (KIND_INFO["XGBoostJob"], set()),
-        "MPIJob": (KIND_INFO["MPIJob"], {"ExtraObjects", "Launcher", "LocalEnv", "RemoteExec"}),
-        "PaddleJob": (KIND_INFO["PaddleJob"], {"LocalEnv"}),
-        "JAXJob": (KIND_INFO["JAXJob"], {"LocalEnv"}),
+        "MPIJob": (
+            KIND_INFO["MPIJob"],
+            {"ExtraObjects", "Launcher", "LoopbackEnv", "LocalEnv", "LocalNoopHelpers", "RemoteExec"},
+        ),
+        "PaddleJob": (KIND_INFO["PaddleJob"], {"LoopbackEnv"}),
+        "JAXJob": (KIND_INFO["JAXJob"], {"LoopbackEnv"}),
     }
     assert got == want
 
@@ -43,7 +46,9 @@ def _capability_names(plugin: FrameworkPlugin) -> set[str]:
     present = {
         "ExtraObjects": caps.extra_objects,
         "Launcher": caps.launcher,
+        "LoopbackEnv": caps.loopback_env,
         "LocalEnv": caps.local_env,
+        "LocalNoopHelpers": caps.noop_helpers,
         "RemoteExec": caps.remote_exec,
     }
     return {name for name, value in present.items() if value is not None}

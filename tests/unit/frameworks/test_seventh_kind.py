@@ -5,14 +5,14 @@ TrainJob).
 
 ``LightJob`` below is a throw-away kind written as a new ``frameworks/light.py`` would be: its
 ``KindInfo`` row, its spec model (defaults and admission rules as hooks), its plugin (env, status rule,
-the ``LocalEnv`` capability). ``register_framework`` hands it to the registry; then parsing,
+the ``LoopbackEnv`` capability). ``register_framework`` hands it to the registry; then parsing,
 defaulting, validation, the CRD, the webhook, core's reconcile and the local backend's render all
 serve it through the code the six kinds use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
@@ -86,7 +86,6 @@ class LightJob(TrainingJob):
 
 class LightPlugin(BasePlugin):
     kind: ClassVar[str] = KIND
-    local_noop_helpers: Mapping[str, str] = {}
 
     def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:
         port = peer_port(job, topology, self.info, "Worker", 0)
@@ -107,11 +106,6 @@ class LightPlugin(BasePlugin):
 
     def build_loopback_env(self, env: Mapping[str, str], pod_ip: str) -> dict[str, str]:
         return {} if ENV_LIGHT_BIND in env else {ENV_LIGHT_BIND: pod_ip}
-
-    def build_local_env(
-        self, pod: Mapping[str, Any], env: Mapping[str, str], listed: Collection[str], pod_ip: str
-    ) -> dict[str, str]:
-        return {}
 
     def convert_to_trainjob(self, job: TrainingJob) -> ConvertedTrainer:
         workers = job.replica_specs["Worker"].replicas or 1
@@ -227,8 +221,8 @@ def test_rbac_and_webhook_manifests_name_it() -> None:
 def test_reconcile_creates_pods_and_services_then_runs() -> None:
     job = parse_job(manifest())
     plugin = REGISTRY.get(KIND)
-    caps: Any = capabilities(plugin)  # (a LightJob is its own LocalEnv: mypy sees two types)
-    assert caps.local_env is plugin and caps.launcher is None
+    caps: Any = capabilities(plugin)  # (a LightJob is its own LoopbackEnv: mypy sees two types)
+    assert caps.loopback_env is plugin and caps.local_env is None and caps.launcher is None
     plan = reconcile(job, Observed(job, [], [], {}), plugin, ServiceTopology(), NOW)
     created = [a.obj for a in plan.actions if isinstance(a, CreateObject)]
     assert [(o["kind"], o["metadata"]["name"]) for o in created] == [

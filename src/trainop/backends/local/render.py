@@ -35,7 +35,7 @@ from trainop.api.constants import (
 from trainop.api.errors import FieldError, invalid, not_supported, required
 from trainop.api.names import validate_dns1123_label
 from trainop.backends.local.images import build_image_entrypoint
-from trainop.core.plugin import ExecAgent, LocalEnv, capabilities
+from trainop.core.plugin import Capabilities, ExecAgent, capabilities
 from trainop.frameworks.registry import REGISTRY
 
 POD_IP = "127.0.0.1"
@@ -241,9 +241,9 @@ def _field_ref(path: str, pod: Mapping[str, Any], ctx: LocalContext) -> str | No
     return None
 
 
-def _local_env_of(kind: str) -> LocalEnv | None:
-    """The ``LocalEnv`` capability of ``kind``'s plugin (None: the kind adds nothing, or is unknown)."""
-    return capabilities(REGISTRY.get(kind)).local_env if kind in REGISTRY else None
+def _capabilities_of(kind: str) -> Capabilities | None:
+    """``kind``'s plugin's capabilities (None: an unknown kind)."""
+    return capabilities(REGISTRY.get(kind)) if kind in REGISTRY else None
 
 
 def local_noop_helpers() -> dict[str, str]:
@@ -252,16 +252,16 @@ def local_noop_helpers() -> dict[str, str]:
     not part of the user's template."""
     out: dict[str, str] = {}
     for plugin in REGISTRY.plugins():
-        local = capabilities(plugin).local_env
-        if local is not None:
-            out.update(local.local_noop_helpers)
+        helpers = capabilities(plugin).noop_helpers
+        if helpers is not None:
+            out.update(helpers.local_noop_helpers)
     return out
 
 
 def build_loopback_env(kind: str, env: Mapping[str, str]) -> dict[str, str]:
     """The env defaults that keep a ``kind`` job's own traffic on the loopback interface, for a
     container whose environment so far is ``env`` (host env + its env list): every kind's, then the
-    kind's plugin's (``LocalEnv.build_loopback_env``). A variable already there is the user's choice
+    kind's plugin's (``LoopbackEnv.build_loopback_env``). A variable already there is the user's choice
     and is kept. Local backend only: on Kubernetes each pod has its own network namespace and these
     stay unset."""
     # Gloo (torch.distributed, Horovod), NCCL's bootstrap and torch RPC's TensorPipe pick the
@@ -271,9 +271,9 @@ def build_loopback_env(kind: str, env: Mapping[str, str]) -> dict[str, str]:
         for name in (ENV_GLOO_SOCKET_IFNAME, ENV_NCCL_SOCKET_IFNAME, ENV_TP_SOCKET_IFNAME)
         if name not in env
     }
-    local = _local_env_of(kind)
-    if local is not None:
-        out.update(local.build_loopback_env(env, POD_IP))
+    caps = _capabilities_of(kind)
+    if caps is not None and caps.loopback_env is not None:
+        out.update(caps.loopback_env.build_loopback_env(env, POD_IP))
     return out
 
 
@@ -284,9 +284,9 @@ def build_local_env(
     list, whose names are ``listed``): the loopback defaults, then the kind's plugin's own
     (``LocalEnv.build_local_env``: which agent hosts an elastic rendezvous store, a private TMPDIR)."""
     out = build_loopback_env(kind, env)
-    local = _local_env_of(kind)
-    if local is not None:
-        out.update(local.build_local_env(pod, env, listed, POD_IP))
+    caps = _capabilities_of(kind)
+    if caps is not None and caps.local_env is not None:
+        out.update(caps.local_env.build_local_env(pod, env, listed, POD_IP))
     return out
 
 
