@@ -272,7 +272,7 @@ class EventRecord(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class JobEvent:
-    """An ``EventRecord`` read from a cluster's core/v1 Event."""
+    """An ``EventRecord``: a cluster's core/v1 Event, or a row of the local store's events."""
 
     type: str
     reason: str

@@ -107,22 +107,19 @@ def build_interrupted_manifest(manifest: Mapping[str, Any], generation: int, at:
     Ctrl-C makes through ``LocalBackend.set_suspend(..., interrupted=True)``, for the supervisor to
     make itself once run is gone. ``generation``: the stored one (a spec change bumps it)."""
     doc = copy.deepcopy(dict(manifest))
-    meta = doc.get("metadata")
-    if not isinstance(meta, dict):
-        meta = doc["metadata"] = {}
-    annotations = meta.get("annotations")
-    if not isinstance(annotations, dict):
-        annotations = meta["annotations"] = {}
-    annotations[ANNOTATION_INTERRUPTED] = at
-    spec = doc.get("spec")
-    if not isinstance(spec, dict):
-        spec = doc["spec"] = {}
-    run_policy = spec.get("runPolicy")
-    if not isinstance(run_policy, dict):
-        run_policy = spec["runPolicy"] = {}
-    run_policy["suspend"] = True
+    meta = _child(doc, "metadata")
+    _child(meta, "annotations")[ANNOTATION_INTERRUPTED] = at
+    _child(_child(doc, "spec"), "runPolicy")["suspend"] = True
     meta["generation"] = generation + 1
     return doc
+
+
+def _child(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]``, replaced by an empty dict first when it is not one."""
+    if not isinstance(parent.get(key), dict):
+        parent[key] = {}
+    child: dict[str, Any] = parent[key]
+    return child
 
 
 def drop_dead_client(annotations: dict[str, Any]) -> None:

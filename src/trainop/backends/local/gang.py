@@ -16,13 +16,10 @@ from typing import Any
 from trainop.api.constants import ENV_TRAINOP_GANG_SCHEDULER_NAME
 from trainop.backends.base import BackendError
 from trainop.backends.local.render import build_gpu_wants
-from trainop.backends.local.runner import PodRunner
+from trainop.backends.local.runner import NO_GPU_HINT, REFUSAL_PREFIX
 from trainop.backends.local.store import Store
 from trainop.core.admission import Admission, GangRequest
 from trainop.core.gang import GangScheduler
-
-REFUSAL_PREFIX = "0/1 nodes are available: insufficient nvidia.com/gpu: "
-NO_GPU_HINT = "nvidia-smi lists no GPU; TRAINOP_GPUS overrides the inventory"
 
 
 def build_local_gang_scheduler(env: Mapping[str, str]) -> GangScheduler | None:
@@ -76,20 +73,3 @@ class GangGate:
         if self._admission.admit:
             return None
         return build_pod_refusal(pod, self.inventory, self._admission)
-
-
-class GangPodRunner(PodRunner):
-    """The local kubelet (``PodRunner``, same arguments) with the job's ``GangGate`` as its
-    scheduling gate; ``set_gang`` keeps the gate's request current. Adds nothing to the runner's rules."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.gang_gate = GangGate(self.store, self.gpu_inventory)
-        self.gate = self.gang_gate
-
-    @property
-    def gang(self) -> GangRequest | None:
-        return self.gang_gate.request
-
-    def set_gang(self, request: GangRequest | None) -> None:
-        self.gang_gate.request = request

@@ -9,6 +9,7 @@ what is wrong and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -212,7 +213,8 @@ def state_dir_error(home: Path, exc: BaseException, *, creating: bool = False) -
         code = _SQLITE_ERRNO.get(sqlite_code & 0xFF)
     where = f"the trainop home {home} (TRAINOP_HOME)"
     head = f"cannot create {where}" if creating else f"cannot use {where}"
-    if code == errno.EIO and _free_bytes(home) == 0:
+    st = _statvfs(home)
+    if code == errno.EIO and st is not None and st.f_bavail == 0:
         code = errno.ENOSPC  # SQLite reports some writes to a full disk as an I/O error
     bad = _nearest_non_directory(home)
     if bad is not None:
@@ -225,10 +227,10 @@ def state_dir_error(home: Path, exc: BaseException, *, creating: bool = False) -
         return StateDirError(f"{head}: {path} is {what}, not a directory: point TRAINOP_HOME elsewhere")
     if code in (errno.ENOSPC, errno.EDQUOT):
         why = (
-            f"no space left on its device ({_free(home)} free): free some space, or point TRAINOP_HOME "
+            f"no space left on its device ({_format_free(st)} free): free some space, or point TRAINOP_HOME "
             "at another disk"
         )
-    elif code == errno.EROFS or _read_only(home):
+    elif code == errno.EROFS or (st is not None and st.f_flag & os.ST_RDONLY):
         why = (
             "it is on a read-only file system: remount it read-write, or point TRAINOP_HOME at a "
             "writable directory"
@@ -245,30 +247,18 @@ def state_dir_error(home: Path, exc: BaseException, *, creating: bool = False) -
     return StateDirError(f"{head}: {why}")
 
 
-def _read_only(home: Path) -> bool:
+def _statvfs(home: Path) -> os.statvfs_result | None:
+    """The file system of ``home``, or of its nearest parent that exists."""
     for p in [home, *home.parents]:
-        try:
-            return bool(os.statvfs(p).f_flag & os.ST_RDONLY)
-        except OSError:
-            continue
-    return False
-
-
-def _free_bytes(home: Path) -> int | None:
-    for p in [home, *home.parents]:
-        try:
-            st = os.statvfs(p)
-        except OSError:
-            continue
-        return st.f_bavail * st.f_frsize
+        with contextlib.suppress(OSError):
+            return os.statvfs(p)
     return None
 
 
-def _free(home: Path) -> str:
-    n = _free_bytes(home)
-    if n is None:
+def _format_free(st: os.statvfs_result | None) -> str:
+    if st is None:
         return "unknown"
-    free = float(n)
+    free = float(st.f_bavail * st.f_frsize)
     for unit in ("bytes", "KiB", "MiB"):
         if free < 1024:
             return f"{free:.0f} {unit}" if unit == "bytes" else f"{free:.1f} {unit}"

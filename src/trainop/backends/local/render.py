@@ -20,7 +20,7 @@ import re
 import shlex
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
@@ -35,6 +35,7 @@ from trainop.api.constants import (
 from trainop.api.errors import FieldError, invalid, not_supported, required
 from trainop.api.names import validate_dns1123_label
 from trainop.backends.local.images import build_image_entrypoint
+from trainop.core.gang import compute_quantity
 from trainop.core.plugin import Capabilities, ExecAgent, capabilities
 from trainop.frameworks.registry import REGISTRY
 
@@ -132,42 +133,16 @@ def expand_vars(text: str, lookup: Callable[[str], str | None]) -> str:
 # ---------------------------------------------------------------------------------------------------
 # Quantities (resource.Quantity) for resourceFieldRef and GPU counts.
 
-_SUFFIX = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal(10**3),
-    "M": Decimal(10**6),
-    "G": Decimal(10**9),
-    "T": Decimal(10**12),
-    "P": Decimal(10**15),
-    "E": Decimal(10**18),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-
 
 def parse_quantity(value: object) -> Decimal | None:
     """A Kubernetes quantity (``500m``, ``2Gi``, ``1e3``, ``4``) as a Decimal; None when malformed."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    m = _QUANTITY.match(value.strip())
-    if not m or m.group(2) not in _SUFFIX:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
     try:
-        return Decimal(m.group(1)) * _SUFFIX[m.group(2)]
-    except InvalidOperation:
+        q = compute_quantity(str(value))
+    except ValueError:
         return None
+    return q if q.is_finite() else None
 
 
 def detect_gpu_count(container: Mapping[str, Any]) -> int:

@@ -52,6 +52,8 @@ from trainop.backends.local.store import ProcessRow, Store
 BACKOFF_START = 1.0
 DEFAULT_BACKOFF_MAX = 10.0
 EXIT_START_ERROR = 128  # what containerd reports when a container cannot start
+REFUSAL_PREFIX = "0/1 nodes are available: insufficient nvidia.com/gpu: "
+NO_GPU_HINT = "nvidia-smi lists no GPU; TRAINOP_GPUS overrides the inventory"
 
 
 def rfc3339(ts: float) -> str:
@@ -144,14 +146,7 @@ class OsProcessHost:
             procs.signal_main(sid, leader_ticks, sig)
 
     def kill_leftovers(self, sid: int, leader_ticks: int | None) -> int:
-        leader = procs.read_stat(sid)
-        if leader is not None and leader_ticks is not None and leader.start_ticks != leader_ticks:
-            return 0  # the number was reused by a process that started later: not ours
-        leftovers = procs.session_members(sid)
-        for pid in leftovers:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        return len(leftovers)
+        return procs.signal_session(sid, leader_ticks, signal.SIGKILL)
 
     def kill_marked(self, name: str, value: str) -> int:
         return procs.kill_marked(name, value)
@@ -357,13 +352,8 @@ class PodRunner:
         # A container ends with its main process: whatever it left behind in its session goes too.
         if c.pid is not None:
             self.host.signal_session(c.pid, None, signal.SIGKILL)
-        term = {
-            "exitCode": code,
-            "reason": "Completed" if code == 0 else "Error",
-            "startedAt": rfc3339(c.started_at or now),
-            "finishedAt": rfc3339(now),
-            "containerID": f"local://{c.pid}",
-        }
+        reason = "Completed" if code == 0 else "Error"
+        term = {**_termination(code, reason, c.started_at or now, now), "containerID": f"local://{c.pid}"}
         ran = now - (c.started_at or now)
         c.running, c.proc = False, None
         self._terminated(pod, c, term, ran)
@@ -440,18 +430,14 @@ class PodRunner:
             total = sum(n for _, n in wants)
             got = self.store.allocate_gpus(self.job.uid, pod.name, wants, self.gpu_inventory)
             if got is None:
-                in_use = len(self.store.gpus_in_use())
-                free = len([g for g in self.gpu_inventory if g not in self.store.gpus_in_use()])
+                used = self.store.gpus_in_use()
+                free = len([g for g in self.gpu_inventory if g not in used])
+                need = f"{REFUSAL_PREFIX}pod {pod.name} needs {total}"
                 if not self.gpu_inventory:
-                    msg = (
-                        f"0/1 nodes are available: insufficient nvidia.com/gpu: pod {pod.name} needs {total} "
-                        "and this machine has none (nvidia-smi lists no GPU; TRAINOP_GPUS overrides the "
-                        "inventory)"
-                    )
+                    msg = f"{need} and this machine has none ({NO_GPU_HINT})"
                 else:
                     msg = (
-                        f"0/1 nodes are available: insufficient nvidia.com/gpu: pod {pod.name} needs "
-                        f"{total}, {free} of {len(self.gpu_inventory)} are free ({in_use} in use by "
+                        f"{need}, {free} of {len(self.gpu_inventory)} are free ({len(used)} in use by "
                         "running jobs); it starts when enough are released"
                     )
                 self._unschedulable(pod, msg)
@@ -492,14 +478,10 @@ class PodRunner:
             for c in (pod.obj.get("spec") or {}).get(key) or []
             if isinstance(c, dict)
         }
-        pod.inits = [
-            ContainerRun(s, images.get(s.container, ""), waiting_reason="PodInitializing")
-            for s in pod.plan.init
-        ]
-        pod.mains = [
-            ContainerRun(s, images.get(s.container, ""), waiting_reason="PodInitializing")
-            for s in pod.plan.main
-        ]
+        pod.inits, pod.mains = (
+            [ContainerRun(s, images.get(s.container, ""), waiting_reason="PodInitializing") for s in specs]
+            for specs in (pod.plan.init, pod.plan.main)
+        )
         for c in pod.inits[:1] if pod.inits else pod.mains:
             c.waiting_reason = "ContainerCreating"
         pod.pending_message = ""
@@ -585,13 +567,9 @@ class PodRunner:
                 noop_log.write(
                     f"[trainop] {c.spec.container}: not run on the local backend: {c.spec.noop}\n".encode()
                 )
-            c.terminated = {
-                "exitCode": 0,
-                "reason": "Completed",
-                "message": f"not run on the local backend: {c.spec.noop}",
-                "startedAt": rfc3339(now),
-                "finishedAt": rfc3339(now),
-            }
+            c.terminated = _termination(
+                0, "Completed", now, now, message=f"not run on the local backend: {c.spec.noop}"
+            )
             self._save(
                 partial(self.store.add_process, self._row(pod, c, None, None, now, str(log_path), finished=0))
             )
@@ -640,14 +618,7 @@ class PodRunner:
         """A container that could not start: terminated with containerd's StartError (128) and the
         kubelet's Warning event; its restart policy then applies as to any exit."""
         self.events.append(("Warning", "Failed", f"Error: {msg}"))
-        term = {
-            "exitCode": EXIT_START_ERROR,
-            "reason": "StartError",
-            "message": msg,
-            "startedAt": rfc3339(now),
-            "finishedAt": rfc3339(now),
-        }
-        self._terminated(pod, c, term, 0.0)
+        self._terminated(pod, c, _termination(EXIT_START_ERROR, "StartError", now, now, message=msg), 0.0)
         self._save(
             partial(
                 self.store.add_process,
@@ -851,6 +822,19 @@ class PodRunner:
             self._condition(pod, "Initialized", *(initialized if incomplete else ("True", "", ""))),
             *(self._condition(pod, ctype, *ready) for ctype in ("ContainersReady", "Ready")),
         ]
+
+
+def _termination(
+    code: int, reason: str, started: float, finished: float, message: str = ""
+) -> dict[str, Any]:
+    """A container's ``terminated`` state, its keys in the Pod API's order."""
+    return {
+        "exitCode": code,
+        "reason": reason,
+        **({"message": message} if message else {}),
+        "startedAt": rfc3339(started),
+        "finishedAt": rfc3339(finished),
+    }
 
 
 def _container_status(c: ContainerRun) -> dict[str, Any]:

@@ -12,15 +12,16 @@ core/admission.py's; the store only reads its inputs and applies its answer in o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainop.backends.base import AlreadyExistsError
+from trainop.backends.base import AlreadyExistsError, JobEvent
 from trainop.backends.local.paths import (
     FILE_MODE,
     StateDirError,
@@ -156,16 +157,6 @@ class JobRow:
     supervisor_since: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EventRow:
-    type: str
-    reason: str
-    message: str
-    count: int
-    first_ts: float
-    last_ts: float
-
-
 @dataclass(slots=True)
 class ProcessRow:
     job_uid: str
@@ -183,33 +174,15 @@ class ProcessRow:
     log_path: str
 
 
-_JOB_COLUMNS = (
-    "uid, namespace, name, kind, manifest, status, base_dir, host_env, generation, created_at, "
-    "deletion_requested_at, deletion_grace, supervisor_state, supervisor_pid, supervisor_ticks, "
-    "supervisor_boot, supervisor_since"
-)
+# The tables' columns are the rows' fields, in order; these of the jobs table hold JSON.
+_JOB_FIELDS = [f.name for f in dataclasses.fields(JobRow)]
+_JOB_COLUMNS = ", ".join(_JOB_FIELDS)
+_JSON_FIELDS = frozenset({"manifest", "status", "host_env"})
+_PROCESS_COLUMNS = ", ".join(f.name for f in dataclasses.fields(ProcessRow))
 
 
 def _job_from_row(r: Sequence[Any]) -> JobRow:
-    return JobRow(
-        uid=r[0],
-        namespace=r[1],
-        name=r[2],
-        kind=r[3],
-        manifest=json.loads(r[4]),
-        status=json.loads(r[5]),
-        base_dir=r[6],
-        host_env=json.loads(r[7]),
-        generation=r[8],
-        created_at=r[9],
-        deletion_requested_at=r[10],
-        deletion_grace=r[11],
-        supervisor_state=r[12],
-        supervisor_pid=r[13],
-        supervisor_ticks=r[14],
-        supervisor_boot=r[15],
-        supervisor_since=r[16],
-    )
+    return JobRow(*(json.loads(v) if k in _JSON_FIELDS else v for k, v in zip(_JOB_FIELDS, r, strict=True)))
 
 
 class _Connection(sqlite3.Connection):
@@ -219,16 +192,16 @@ class _Connection(sqlite3.Connection):
     home: Path = Path()
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.Error as exc:
-            if is_state_dir_fault(exc):
-                raise state_dir_error(self.home, exc) from None
-            raise
+        return self._reporting(super().execute, sql, parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Any], /) -> sqlite3.Cursor:
+        return self._reporting(super().executemany, sql, parameters)
+
+    def _reporting(
+        self, run: Callable[[str, Any], sqlite3.Cursor], sql: str, parameters: Any
+    ) -> sqlite3.Cursor:
         try:
-            return super().executemany(sql, parameters)
+            return run(sql, parameters)
         except sqlite3.Error as exc:
             if is_state_dir_fault(exc):
                 raise state_dir_error(self.home, exc) from None
@@ -311,28 +284,10 @@ class Store:
     # ---- jobs ----
     def insert_job(self, row: JobRow) -> None:
         try:
+            values = [_dumps(getattr(row, k)) if k in _JSON_FIELDS else getattr(row, k) for k in _JOB_FIELDS]
             with self.tx() as c:
                 c.execute(
-                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
-                    (
-                        row.uid,
-                        row.namespace,
-                        row.name,
-                        row.kind,
-                        _dumps(row.manifest),
-                        _dumps(row.status),
-                        row.base_dir,
-                        _dumps(row.host_env),
-                        row.generation,
-                        row.created_at,
-                        row.deletion_requested_at,
-                        row.deletion_grace,
-                        row.supervisor_state,
-                        row.supervisor_pid,
-                        row.supervisor_ticks,
-                        row.supervisor_boot,
-                        row.supervisor_since,
-                    ),
+                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values
                 )
         except sqlite3.IntegrityError:
             existing = self.find_job(row.namespace, row.name)
@@ -426,14 +381,6 @@ class Store:
         return cur.rowcount == 1
 
     # ---- pods and other owned objects ----
-    def write_pod(self, uid: str, pod: dict[str, Any]) -> None:
-        with self.tx() as c:
-            c.execute(
-                "INSERT INTO pods (job_uid, name, obj) VALUES (?, ?, ?) "
-                "ON CONFLICT (job_uid, name) DO UPDATE SET obj = excluded.obj",
-                (uid, pod["metadata"]["name"], _dumps(pod)),
-            )
-
     def write_pods(self, uid: str, pods: Sequence[dict[str, Any]]) -> None:
         with self.tx() as c:
             c.executemany(
@@ -490,13 +437,13 @@ class Store:
                         (uid, etype, reason, message, now, now),
                     )
 
-    def list_events(self, uid: str) -> list[EventRow]:
+    def list_events(self, uid: str) -> list[JobEvent]:
         rows = self.conn.execute(
             "SELECT type, reason, message, count, first_ts, last_ts FROM events WHERE job_uid = ? ORDER "
             "BY last_ts, id",
             (uid,),
         )
-        return [EventRow(*r) for r in rows]
+        return [JobEvent(*r) for r in rows]
 
     # ---- progress posted by the replicas (Trainer v2's trainerStatus), kept as a history ----
     def add_progress(self, uid: str, replica: str, status: dict[str, Any], now: float) -> None:
@@ -525,26 +472,9 @@ class Store:
 
     def add_process(self, p: ProcessRow) -> None:
         with self.tx() as c:
-            c.execute(
-                "INSERT OR REPLACE INTO processes (job_uid, pod, container, attempt, pod_uid, init, "
-                "pid, ticks, boot, started_at, finished_at, exit_code, log_path) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    p.job_uid,
-                    p.pod,
-                    p.container,
-                    p.attempt,
-                    p.pod_uid,
-                    int(p.init),
-                    p.pid,
-                    p.ticks,
-                    p.boot,
-                    p.started_at,
-                    p.finished_at,
-                    p.exit_code,
-                    p.log_path,
-                ),
-            )
+            values = dataclasses.astuple(p)
+            marks = ", ".join("?" * len(values))
+            c.execute(f"INSERT OR REPLACE INTO processes ({_PROCESS_COLUMNS}) VALUES ({marks})", values)
 
     def finish_process(
         self, uid: str, pod: str, container: str, attempt: int, exit_code: int, now: float
@@ -557,10 +487,7 @@ class Store:
             )
 
     def list_processes(self, uid: str, *, unfinished: bool = False) -> list[ProcessRow]:
-        sql = (
-            "SELECT job_uid, pod, container, attempt, pod_uid, init, pid, ticks, boot, started_at, "
-            "finished_at, exit_code, log_path FROM processes WHERE job_uid = ?"
-        )
+        sql = f"SELECT {_PROCESS_COLUMNS} FROM processes WHERE job_uid = ?"
         if unfinished:
             sql += " AND finished_at IS NULL"
         rows = self.conn.execute(sql + " ORDER BY pod, container, attempt", (uid,))
@@ -649,17 +576,7 @@ class Store:
             c.execute(
                 "INSERT OR REPLACE INTO gangs (job_uid, job, pods, gpus, priority, priority_class, queue, "
                 "created_at, error, admitted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                (
-                    request.uid,
-                    request.job,
-                    request.pods,
-                    request.gpus,
-                    request.priority,
-                    request.priority_class,
-                    request.queue,
-                    request.created_at,
-                    request.error,
-                ),
+                dataclasses.astuple(request),
             )
             waiting = [
                 GangRequest(*r)

@@ -42,13 +42,13 @@ from trainop.api.load import parse_job
 from trainop.backends.executor import execute_plan, run_sync
 from trainop.backends.local import procs
 from trainop.backends.local.attach import build_interrupted_manifest, detect_client_gone
-from trainop.backends.local.gang import GangPodRunner, build_local_gang_scheduler
+from trainop.backends.local.gang import GangGate, build_local_gang_scheduler
 from trainop.backends.local.gpus import detect_gpu_inventory
 from trainop.backends.local.paths import StatePaths, remove_job_files
 from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.progress import ProgressSink
 from trainop.backends.local.render import LocalContext
-from trainop.backends.local.runner import DEFAULT_BACKOFF_MAX, JobIdentity, rfc3339
+from trainop.backends.local.runner import DEFAULT_BACKOFF_MAX, JobIdentity, PodRunner, rfc3339
 from trainop.backends.local.store import JobRow, Store
 from trainop.core.admission import GangRequest, build_gang_request
 from trainop.core.observed import Observed
@@ -131,7 +131,8 @@ class Supervisor:
         self.sent_keys: set[str] = set()
         self.requeue_at: float | None = None
         self.last_generation = -1
-        self._runner: GangPodRunner | None = None  # set up by the first step
+        self._runner: PodRunner | None = None  # set up by the first step
+        self.gang: GangGate | None = None  # the runner's scheduling gate (backends/local/gang.py)
         self.progress: ProgressSink | None = None  # the replicas' progress endpoint (issue 27)
         self.give_up_after = DEFAULT_GIVE_UP
         # Errors: since when steps fail (None: the last one succeeded), and when to try again.
@@ -140,7 +141,7 @@ class Supervisor:
         self.retry_delay = RETRY_FIRST
 
     @property
-    def runner(self) -> GangPodRunner:
+    def runner(self) -> PodRunner:
         if self._runner is None:
             raise RuntimeError("the supervisor has not set up its runner yet")
         return self._runner
@@ -184,7 +185,7 @@ class Supervisor:
             return 0
         procs.set_child_subreaper()
         wake_fd = self._install_signals()
-        self.give_up_after = give_up_seconds(row.host_env)
+        self.give_up_after = _env_seconds(row.host_env, ENV_TRAINOP_SUPERVISOR_GIVE_UP, DEFAULT_GIVE_UP, 0.0)
         log(f"supervising {row.kind} {row.namespace}/{row.name} (pid {pid})")
         try:
             done = self._loop(wake_fd)
@@ -202,7 +203,7 @@ class Supervisor:
             return 1
         return 0
 
-    def _setup(self) -> GangPodRunner:
+    def _setup(self) -> PodRunner:
         row = self.store.get_job(self.uid)
         if row is None:
             raise LookupError(f"job {self.uid} is gone")
@@ -213,31 +214,34 @@ class Supervisor:
             self.progress = ProgressSink(self.paths, row.uid, row.namespace, row.name)
         context = build_context(row)
         context = dataclasses.replace(context, host_env={**context.host_env, **self.progress.env()})
-        runner = GangPodRunner(
+        inventory = detect_gpu_inventory(row.host_env)
+        self.gang = GangGate(self.store, inventory)
+        runner = PodRunner(
             self.store,
             self.paths,
             JobIdentity(row.uid, row.namespace, row.name),
             context,
-            gpu_inventory=detect_gpu_inventory(row.host_env),
-            backoff_max=backoff_cap(row.host_env),
+            gpu_inventory=inventory,
+            backoff_max=_env_seconds(row.host_env, ENV_TRAINOP_RESTART_BACKOFF_MAX, DEFAULT_BACKOFF_MAX, 1.0),
             template_init_count=template_init_counter(job),
             main_container=main_container,
+            gate=self.gang,
         )
         for pod in self.store.list_pods(self.uid):
             runner.restore(pod)
-        gang = build_local_gang(row, job, job.status)
-        if gang is None:
+        self.gang.request = build_local_gang(row, job, job.status)
+        if self.gang.request is None:
             self.store.release_gang(self.uid)  # a place an earlier supervisor left in the queue
-        runner.set_gang(gang)
         return runner
 
     def _update_gang(self, row: JobRow, job: TrainingJob, status: JobStatus) -> None:
         """Keep the job's gang request current (minAvailable, replicas or limits may have changed), and
         leave the queue, giving back reserved GPUs, once the job is suspended or finished."""
-        gang = build_local_gang(row, job, status)
-        if gang is None and self.runner.gang is not None:
+        assert self.gang is not None
+        request = build_local_gang(row, job, status)
+        if request is None and self.gang.request is not None:
             self.store.release_gang(self.uid)
-        self.runner.set_gang(gang)
+        self.gang.request = request
 
     def _loop(self, wake_fd: int) -> bool:
         """Steps until the job's work is over (True) or a stop signal left it to recovery (False).
@@ -538,14 +542,11 @@ class _LocalWriter:
 
 
 def build_context(row: JobRow) -> LocalContext:
-    try:
+    memory = disk = 0
+    with contextlib.suppress(ValueError, OSError):
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        memory = 0
-    try:
+    with contextlib.suppress(OSError):
         disk = shutil.disk_usage(row.base_dir).total
-    except OSError:
-        disk = 0
     return LocalContext(
         host_env=row.host_env,
         base_dir=row.base_dir,
@@ -558,19 +559,13 @@ def build_context(row: JobRow) -> LocalContext:
     )
 
 
-def backoff_cap(env: dict[str, str]) -> float:
+def _env_seconds(env: dict[str, str], name: str, default: float, floor: float) -> float:
+    """``$name`` in seconds, at least ``floor``; ``default`` when unset or not a number
+    (TRAINOP_RESTART_BACKOFF_MAX, TRAINOP_SUPERVISOR_GIVE_UP)."""
     try:
-        return max(1.0, float(env.get(ENV_TRAINOP_RESTART_BACKOFF_MAX, DEFAULT_BACKOFF_MAX)))
+        return max(floor, float(env.get(name, default)))
     except ValueError:
-        return DEFAULT_BACKOFF_MAX
-
-
-def give_up_seconds(env: dict[str, str]) -> float:
-    """How long errors may last before the supervisor fails the job (TRAINOP_SUPERVISOR_GIVE_UP)."""
-    try:
-        return max(0.0, float(env.get(ENV_TRAINOP_SUPERVISOR_GIVE_UP, DEFAULT_GIVE_UP)))
-    except ValueError:
-        return DEFAULT_GIVE_UP
+        return default
 
 
 def main(argv: list[str] | None = None) -> int:
