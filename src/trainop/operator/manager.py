@@ -300,11 +300,7 @@ class Operator:
         """Kubeflow Trainer v2 TrainJobs (operator/trainjobs.py), when their CRD is installed."""
         from trainop.operator.trainjobs import TrainJobController
 
-        trainjobs = TrainJobController(
-            self.client.api,
-            self.cfg.namespace or None,
-            prepare_pods=self.pods.prepare if self.pods is not None else None,
-        )
+        trainjobs = TrainJobController(self.client.api, self.cfg.namespace or None, pods=self.pods)
         try:
             found = await trainjobs.installed()
         except Exception as exc:

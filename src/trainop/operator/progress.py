@@ -26,7 +26,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -342,9 +342,14 @@ class PodPreparer:
         self.client = client
         self.server = server
         self.ca_pem = ca_pem
-        # (namespace, ConfigMap, owner uid) → the CA it holds. The uid: a job deleted and made again
-        # under its name needs the ConfigMap again (the old one goes with the old job).
-        self._written: dict[tuple[str, str, str], bytes] = {}
+        # (namespace, ConfigMap) → (owner uid, the CA it holds), for live jobs only (``forget``). The
+        # uid: a job deleted and made again under its name needs the ConfigMap again (the old one goes
+        # with the old job).
+        self._written: dict[tuple[str, str], tuple[str, bytes]] = {}
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Job ``name`` is gone: its ConfigMap goes with it (owner reference), and so does its entry."""
+        self._written.pop((namespace, build_tls_config_map_name(name)), None)
 
     async def prepare(
         self,
@@ -368,15 +373,15 @@ class PodPreparer:
         ca = self.ca_pem()
         if ca is None:
             raise RuntimeError("the webhook certificate's CA is not loaded yet")
-        cm_name = build_tls_config_map_name(str(owner["name"]))
-        key = (namespace, cm_name, str(owner.get("uid") or ""))
-        if self._written.get(key) == ca:
+        key = (namespace, build_tls_config_map_name(str(owner["name"])))
+        written = (str(owner.get("uid") or ""), ca)
+        if self._written.get(key) == written:
             return
         labels = {LABEL_TLS_CONFIG: "true"}
         cm = build_tls_config_map(str(owner["name"]), namespace, ca.decode(), owner, labels)
         with request_priority(PRIORITY_WRITE):
             await self._create_or_fix(cm)
-        self._written[key] = ca
+        self._written[key] = written
 
     async def _create_or_fix(self, cm: dict[str, Any], tries: int = 3) -> None:
         """Create ``cm``; one already there (a rotation missed, or a job of the same name that was
@@ -419,19 +424,14 @@ class PodPreparer:
             ours = api.list(r.ConfigMap, namespace=namespace or "*", labels={LABEL_TLS_CONFIG: "true"})
             async for obj in ours:
                 cm = dict(obj)
-                meta = cm.get("metadata") or {}
-                if (cm.get("data") or {}).get(CA_KEY) != ca.decode():
-                    cm["data"] = {**(cm.get("data") or {}), CA_KEY: ca.decode()}
-                    try:
-                        await api.replace(r.ConfigMap(cm))
-                    except Exception as exc:
-                        if api_status_code(exc) not in (404, 409):
-                            raise
-                        continue
-                for ref in meta.get("ownerReferences") or ():
-                    self._written[
-                        (str(meta.get("namespace")), str(meta.get("name")), str(ref.get("uid")))
-                    ] = ca
+                if (cm.get("data") or {}).get(CA_KEY) == ca.decode():
+                    continue
+                cm["data"] = {**(cm.get("data") or {}), CA_KEY: ca.decode()}
+                try:
+                    await api.replace(r.ConfigMap(cm))
+                except Exception as exc:
+                    if api_status_code(exc) not in (404, 409):
+                        raise
 
 
 class ProgressTarget:
@@ -446,7 +446,10 @@ class ProgressTarget:
         return self.inner.pending(key)  # type: ignore[no-any-return]
 
     def observe(self, key: tuple[str, str, str]) -> Observed | None:
-        return self.inner.observe(key)  # type: ignore[no-any-return]
+        observed: Observed | None = self.inner.observe(key)
+        if observed is None:  # gone, or being deleted: no more pods
+            self.preparer.forget(key[1], key[2])
+        return observed
 
     async def apply(self, key: tuple[str, str, str], observed: Observed, plan: Plan) -> None:
         pods = [a.obj for a in plan.actions if isinstance(a, CreateObject) and a.obj.get("kind") == "Pod"]
@@ -455,6 +458,3 @@ class ProgressTarget:
             owner = build_owner_reference(job)
             await self.preparer.prepare(owner, job.namespace, KIND_INFO[job.kind].plural, pods)
         await self.inner.apply(key, observed, plan)
-
-
-PreparePods = Callable[[Mapping[str, Any], str, str, Iterable[dict[str, Any]]], Awaitable[None]]

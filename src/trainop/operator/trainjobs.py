@@ -48,7 +48,7 @@ from trainop.core.trainjob_status import reconcile_trainjob, set_condition
 from trainop.frameworks.registry import REGISTRY
 
 if TYPE_CHECKING:
-    from trainop.operator.progress import PreparePods
+    from trainop.operator.progress import PodPreparer
 
 log = logging.getLogger(__name__)
 
@@ -97,10 +97,11 @@ class TrainJobController:
         namespace: str | None = None,
         clock: Callable[[], datetime] | None = None,
         *,
-        prepare_pods: PreparePods | None = None,
+        pods: PodPreparer | None = None,
     ) -> None:
         self.api = api
-        self.prepare_pods = prepare_pods  # --trainer-progress: the contract's env, volume and CA ConfigMap
+        self.pods = pods  # --trainer-progress: the contract's env, volume and CA ConfigMap
+        self._listed: set[tuple[str, str]] = set()  # (namespace, name) of the last pass's TrainJobs
         self.namespace = namespace or "*"
         self.clock = clock or (lambda: datetime.now(UTC))
         self.wake = asyncio.Event()
@@ -147,19 +148,22 @@ class TrainJobController:
         """One pass over every TrainJob; the soonest requeue any of them asked for."""
         runtimes = await self._runtimes()
         soonest: float | None = None
+        listed: set[tuple[str, str]] = set()
         async for obj in self.api.list(TrainJobResource, namespace=self.namespace):
             raw = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+            ns, name = raw["metadata"].get("namespace"), raw["metadata"].get("name")
+            listed.add((ns, name))
             try:
                 after = await self.sync(raw, runtimes)
             except Exception:
-                log.exception(
-                    "trainjob %s/%s: reconcile failed",
-                    raw["metadata"].get("namespace"),
-                    raw["metadata"].get("name"),
-                )
+                log.exception("trainjob %s/%s: reconcile failed", ns, name)
                 after = 2.0
             if after is not None:
                 soonest = after if soonest is None else min(soonest, after)
+        if self.pods is not None:
+            for ns, name in self._listed - listed:
+                self.pods.forget(ns, name)
+        self._listed = listed
         return soonest
 
     async def _runtimes(self) -> list[TrainingRuntime]:
@@ -209,8 +213,8 @@ class TrainJobController:
             if obj.get("kind") == "Secret" and "data" not in obj:
                 obj["data"] = build_ssh_secret_data()
             await self._create(_OBJECTS[obj["kind"]], obj)
-        if self.prepare_pods is not None and plan.create_pods:
-            await self.prepare_pods(owner, ns, "trainjobs", plan.create_pods)
+        if self.pods is not None and plan.create_pods:
+            await self.pods.prepare(owner, ns, "trainjobs", plan.create_pods)
         for pod in plan.create_pods:
             pod["metadata"]["ownerReferences"] = [owner]
             await self._create(r.Pod, pod)

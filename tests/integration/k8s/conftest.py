@@ -7,17 +7,14 @@ them after the test; ``cluster`` reads and writes in the test's namespace.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from k8s_harness import REPO, Cluster, OperatorProcess, StartOperator
+from k8s_harness import Cluster, OperatorProcess, StartOperator, install_crds, running_operator
 
 from trainop.testing.testenv import K8sEnv
-
-CRD_NAMES = [
-    f"{p}.kubeflow.org" for p in ("pytorchjobs", "tfjobs", "xgboostjobs", "mpijobs", "paddlejobs", "jaxjobs")
-]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,8 +27,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def crds(k8s_env: K8sEnv) -> None:
-    k8s_env.kubectl("apply", "-k", str(REPO / "manifests" / "crds"))
-    k8s_env.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES))
+    install_crds(k8s_env)
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +36,8 @@ def operator(
 ) -> Iterator[OperatorProcess]:
     """The operator every lifecycle test shares: all kinds, all namespaces, no webhook."""
     log = tmp_path_factory.mktemp("operator") / "operator.log"
-    op = OperatorProcess(k8s_env, ["--enable-webhook=false"], log).start()
-    try:
-        op.wait_ready()
+    with running_operator(k8s_env, ["--enable-webhook=false"], log) as op:
         yield op
-    finally:
-        op.stop()
 
 
 @pytest.fixture
@@ -66,8 +58,5 @@ def start_operator(k8s_env: K8sEnv, crds: None, tmp_path: Path) -> Iterator[Star
 
 @pytest.fixture
 def cluster(k8s_env: K8sEnv, k8s_namespace: str) -> Iterator[Cluster]:
-    c = Cluster(k8s_env, k8s_namespace)
-    try:
+    with contextlib.closing(Cluster(k8s_env, k8s_namespace)) as c:
         yield c
-    finally:
-        c.close()

@@ -11,11 +11,12 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,52 @@ from lightkube.types import PatchType
 from prometheus_client.parser import text_string_to_metric_families
 
 from trainop.backends.kubernetes import resources as r
-from trainop.testing.testenv import K8sEnv, free_port, wait_for
+from trainop.testing.testenv import K8sEnv, free_port, start_env, wait_for
 
 REPO = Path(__file__).resolve().parents[3]
+V1_CRDS = [
+    f"crd/{p}.kubeflow.org"
+    for p in ("pytorchjobs", "tfjobs", "xgboostjobs", "mpijobs", "paddlejobs", "jaxjobs")
+]
+
+
+def install_crds(env: K8sEnv) -> None:
+    """trainop's generated CRDs (manifests/crds), once the v1 kinds' are Established."""
+    env.kubectl("apply", "-k", str(REPO / "manifests" / "crds"))
+    env.kubectl("wait", "--for=condition=Established", "--timeout=60s", *V1_CRDS)
+
+
+@contextlib.contextmanager
+def own_control_plane(**kw: Any) -> Iterator[K8sEnv]:
+    """A control plane of a module's own, for what the session's cannot share (CRDs are cluster-wide,
+    and so are nodes and schedulers); ``kw`` as ``start_env``'s."""
+    plane = start_env(keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")), **kw)
+    try:
+        yield K8sEnv.from_plane(plane)
+    finally:
+        plane.stop()
+
+
+@contextlib.contextmanager
+def running_operator(env: K8sEnv, args: list[str], log_path: Path) -> Iterator[OperatorProcess]:
+    """An operator process, ready, stopped after."""
+    op = OperatorProcess(env, args, log_path).start()
+    try:
+        op.wait_ready()
+        yield op
+    finally:
+        op.stop()
+
+
+@contextlib.contextmanager
+def fresh_namespace(env: K8sEnv, prefix: str, test_name: str) -> Iterator[str]:
+    """A namespace named after the test, deleted after it."""
+    base = re.sub(r"[^a-z0-9-]+", "-", test_name.lower())[:40].strip("-")
+    ns = env.create_namespace(f"{prefix}-{base}-{secrets.token_hex(3)}")
+    try:
+        yield ns
+    finally:
+        env.delete_namespace(ns)
 
 
 @dataclass

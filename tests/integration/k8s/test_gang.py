@@ -11,16 +11,22 @@ what the scheduler binds (``spec.nodeName``), never on our own status.
 from __future__ import annotations
 
 import contextlib
-import os
-import re
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from k8s_harness import REPO, Cluster, OperatorProcess, annotate
+from k8s_harness import (
+    REPO,
+    Cluster,
+    OperatorProcess,
+    annotate,
+    fresh_namespace,
+    install_crds,
+    own_control_plane,
+    running_operator,
+)
 from lightkube import ApiError
 from lightkube.models.core_v1 import ObjectReference
 from lightkube.models.meta_v1 import ObjectMeta
@@ -43,14 +49,10 @@ from trainop.testing.testenv import (
     SIM_RUN_DURATION,
     VOLCANO_CRD,
     K8sEnv,
-    start_env,
     wait_for,
 )
 
 SUCCEED = annotate({SIM_OUTCOME: "succeed", SIM_RUN_DURATION: "1s"})
-CRD_NAMES = [
-    f"{p}.kubeflow.org" for p in ("pytorchjobs", "tfjobs", "xgboostjobs", "mpijobs", "paddlejobs", "jaxjobs")
-]
 
 
 def one_cpu(template: dict[str, Any]) -> None:
@@ -75,12 +77,8 @@ def volcano_operator(
         "wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.volcano.sh"
     )
     log = tmp_path_factory.mktemp("volcano-operator") / "operator.log"
-    op = OperatorProcess(k8s_env, ["--enable-webhook=false", "--gang-scheduler-name=volcano"], log).start()
-    try:
-        op.wait_ready()
+    with running_operator(k8s_env, ["--enable-webhook=false", "--gang-scheduler-name=volcano"], log) as op:
         yield op
-    finally:
-        op.stop()
 
 
 def admit(cluster: Cluster, name: str, phase: str = "Inqueue") -> None:
@@ -224,43 +222,26 @@ GANG_NODE = {"cpu": "2", "memory": "16Gi", "ephemeral-storage": "100Gi", "pods":
 
 @pytest.fixture(scope="module")
 def gang_env() -> Iterator[K8sEnv]:
-    plane = start_env(
-        nodes=1,
-        node_capacity=GANG_NODE,
-        scheduler_plugins=True,
-        keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")),
-    )
-    try:
-        env = K8sEnv.from_plane(plane)
-        env.kubectl("apply", "-k", str(REPO / "manifests" / "crds"))
-        env.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES))
+    with own_control_plane(nodes=1, node_capacity=GANG_NODE, scheduler_plugins=True) as env:
+        install_crds(env)
         yield env
-    finally:
-        plane.stop()
 
 
 @pytest.fixture(scope="module")
 def gang_operator(gang_env: K8sEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("gang-operator") / "operator.log"
     args = ["--enable-webhook=false", f"--gang-scheduler-name={SCHEDULER_PLUGINS_NAME}"]
-    op = OperatorProcess(gang_env, args, log).start()
-    try:
-        op.wait_ready()
+    with running_operator(gang_env, args, log) as op:
         yield op
-    finally:
-        op.stop()
 
 
 @pytest.fixture
 def gang_cluster(gang_env: K8sEnv, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower())[:40].strip("-")
-    ns = gang_env.create_namespace(f"gang-{base}-{secrets.token_hex(3)}")
-    c = Cluster(gang_env, ns)
-    try:
+    with (
+        fresh_namespace(gang_env, "gang", request.node.name) as ns,
+        contextlib.closing(Cluster(gang_env, ns)) as c,
+    ):
         yield c
-    finally:
-        c.close()
-        gang_env.delete_namespace(ns)
 
 
 def node_holders(cluster: Cluster) -> list[str]:

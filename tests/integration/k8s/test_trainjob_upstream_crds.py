@@ -8,33 +8,35 @@ Its own control plane because CRDs are cluster-wide: the session's has trainop's
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
-import os
-import re
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from k8s_harness import REPO, Cluster, OperatorProcess
+from k8s_harness import (
+    REPO,
+    V1_CRDS,
+    Cluster,
+    OperatorProcess,
+    fresh_namespace,
+    own_control_plane,
+    running_operator,
+)
 
 from trainop.api.trainer_rules import parse_trainer_object
 from trainop.backends.kubernetes import resources as r
 from trainop.core.trainjob import resolve_trainjob
 from trainop.frameworks.registry import REGISTRY
 from trainop.operator.trainjobs import TrainJobResource
-from trainop.testing.testenv import SIM_OUTCOME, K8sEnv, find_trainer_dir, start_env, wait_for
+from trainop.testing.testenv import SIM_OUTCOME, K8sEnv, find_trainer_dir, wait_for
 
 TRAINER_CRDS = [
     f"crd/{p}.trainer.kubeflow.org" for p in ("trainjobs", "trainingruntimes", "clustertrainingruntimes")
-]
-V1_CRDS = [
-    f"crd/{p}.kubeflow.org"
-    for p in ("pytorchjobs", "tfjobs", "xgboostjobs", "mpijobs", "paddlejobs", "jaxjobs")
 ]
 
 
@@ -54,9 +56,7 @@ def established(env: K8sEnv, crd: str) -> bool | None:
 
 @pytest.fixture(scope="module")
 def upstream_env(upstream: Path) -> Iterator[K8sEnv]:
-    plane = start_env(nodes=2, keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")))
-    try:
-        env = K8sEnv.from_plane(plane)
+    with own_control_plane(nodes=2) as env:
         # The operator watches the v1 kinds too: those CRDs are trainop's (the same as upstream v1's).
         for crd in sorted((REPO / "manifests" / "crds").glob("kubeflow.org_*.yaml")):
             env.kubectl("apply", "-f", str(crd))
@@ -70,27 +70,19 @@ def upstream_env(upstream: Path) -> Iterator[K8sEnv]:
             if path.name != "kustomization.yaml":
                 env.kubectl("apply", "--server-side", "-f", str(path))
         yield env
-    finally:
-        plane.stop()
 
 
 @pytest.fixture
 def namespace(upstream_env: K8sEnv, request: pytest.FixtureRequest) -> Iterator[str]:
-    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower())[:40].strip("-")
-    ns = upstream_env.create_namespace(f"up-{base}-{secrets.token_hex(3)}")
-    yield ns
-    upstream_env.delete_namespace(ns)
+    with fresh_namespace(upstream_env, "up", request.node.name) as ns:
+        yield ns
 
 
 @pytest.fixture(scope="module")
 def operator(upstream_env: K8sEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OperatorProcess]:
     log = tmp_path_factory.mktemp("upstream-operator") / "operator.log"
-    op = OperatorProcess(upstream_env, ["--enable-webhook=false"], log).start()
-    try:
-        op.wait_ready()
+    with running_operator(upstream_env, ["--enable-webhook=false"], log) as op:
         yield op
-    finally:
-        op.stop()
 
 
 def create(env: K8sEnv, ns: str | None, obj: dict[str, Any]) -> dict[str, Any]:
@@ -176,11 +168,8 @@ def pods(c: Cluster, name: str) -> dict[str, dict[str, Any]]:
 
 @pytest.fixture
 def cluster(upstream_env: K8sEnv, namespace: str) -> Iterator[Cluster]:
-    c = Cluster(upstream_env, namespace)
-    try:
+    with contextlib.closing(Cluster(upstream_env, namespace)) as c:
         yield c
-    finally:
-        c.close()
 
 
 def test_upstream_example_runs_to_complete(
