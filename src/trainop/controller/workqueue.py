@@ -71,9 +71,6 @@ class ExponentialBackoff(Generic[K]):
     def forget(self, key: K) -> None:
         self.failures.pop(key, None)
 
-    def retries(self, key: K) -> int:
-        return self.failures.get(key, 0)
-
 
 class ShutDown(Exception):
     """``get`` on a queue that was shut down."""

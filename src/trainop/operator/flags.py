@@ -101,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     add = p.add_argument
+
+    def add_bool(flag: str, default: bool, help: str) -> None:
+        """``--flag`` alone means true; ``--flag=false`` (Go's spelling) is accepted too."""
+        add(flag, type=_bool, nargs="?", const=True, default=default, help=help)
+
     add(
         "--enable-scheme",
         action="append",
@@ -140,13 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--health-probe-bind-address", default=":8081", help="Address of /healthz and /readyz ('0' disables)."
     )
-    add(
+    add_bool(
         "--leader-elect",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=False,
-        help="Elect a leader (coordination.k8s.io Lease) so only one replica reconciles and writes.",
+        False,
+        "Elect a leader (coordination.k8s.io Lease) so only one replica reconciles and writes.",
     )
     add("--leader-election-id", default=DEFAULT_LEADER_ELECTION_ID, help="Name of the Lease.")
     add(
@@ -154,13 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="Namespace of the Lease (default: the operator's own namespace, $MY_POD_NAMESPACE).",
     )
-    add(
+    add_bool(
         "--enable-webhook",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=True,
-        help="Serve the validating admission webhook and manage its certificate (default true).",
+        True,
+        "Serve the validating admission webhook and manage its certificate (default true).",
     )
     add("--webhook-server-port", type=int, default=9443, help="Port of the webhook's HTTPS server.")
     add("--webhook-host", default="0.0.0.0", help="Address the webhook server binds.")
@@ -188,13 +187,10 @@ def build_parser() -> argparse.ArgumentParser:
         "webhook configuration uses a URL clientConfig (tests, out-of-cluster runs).",
     )
     add("--cert-dir", default=DEFAULT_CERT_DIR, help="Writable directory for the serving certificate files.")
-    add(
+    add_bool(
         "--manage-webhook-cert",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=True,
-        help="Make, rotate and inject the webhook's certificate (Secret --webhook-secret-name, caBundle). "
+        True,
+        "Make, rotate and inject the webhook's certificate (Secret --webhook-secret-name, caBundle). "
         "false: serve tls.crt and tls.key from --cert-dir as mounted there (cert-manager writes the Secret "
         "and injects the caBundle), re-read when they change.",
     )
@@ -207,13 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(scheduling.x-k8s.io/v1alpha1 PodGroups), e.g. scheduler-plugins-scheduler. A PodGroup CRD "
         "must be installed.",
     )
-    add(
+    add_bool(
         "--trainer-progress",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=False,
-        help="Receive Kubeflow Trainer v2 progress (KEP-2779) from jobs' pods on the webhook's HTTPS server "
+        False,
+        "Receive Kubeflow Trainer v2 progress (KEP-2779) from jobs' pods on the webhook's HTTPS server "
         "(POST .../namespaces/NS/PLURAL/NAME/status, a projected ServiceAccount token with audience "
         "trainer.kubeflow.org as bearer): a TrainJob's goes to status.trainerStatus, a kubeflow.org/v1 "
         "job's to the annotation trainop.dev/trainer-status. Every pod of every job then gets "

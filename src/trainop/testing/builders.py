@@ -9,6 +9,7 @@ Test helpers only: no I/O, no clock (timestamps are fixed strings unless a test 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Self
@@ -282,32 +283,14 @@ class JobBuilder:
         return JOB_MODELS[self.kind].model_validate(self.build_dict())
 
 
-def pytorch_job(name: str) -> JobBuilder:
-    return JobBuilder("PyTorchJob", name)
-
-
-def tf_job(name: str) -> JobBuilder:
-    return JobBuilder("TFJob", name)
-
-
-def xgboost_job(name: str) -> JobBuilder:
-    return JobBuilder("XGBoostJob", name)
-
-
-def mpi_job(name: str) -> JobBuilder:
-    return JobBuilder("MPIJob", name)
-
-
-def paddle_job(name: str) -> JobBuilder:
-    return JobBuilder("PaddleJob", name)
-
-
-def jax_job(name: str) -> JobBuilder:
-    return JobBuilder("JAXJob", name)
-
-
-def job_builder(kind: str, name: str) -> JobBuilder:
-    return JobBuilder(kind, name)
+# ``pytorch_job(name)``: a builder of that kind.
+pytorch_job = functools.partial(JobBuilder, "PyTorchJob")
+tf_job = functools.partial(JobBuilder, "TFJob")
+xgboost_job = functools.partial(JobBuilder, "XGBoostJob")
+mpi_job = functools.partial(JobBuilder, "MPIJob")
+paddle_job = functools.partial(JobBuilder, "PaddleJob")
+jax_job = functools.partial(JobBuilder, "JAXJob")
+job_builder = JobBuilder
 
 
 # The single controller ownerReference every owned object carries (§6.2), as core builds it.

@@ -30,9 +30,7 @@ from trainop.testing.testenv import (
     _free_ports,
     _http_status,
     _log_tail,
-    _read_versions,
-    _repo_testenv_dir,
-    find_bin_dir,
+    find_versioned_dir,
     start_component,
     wait_for,
 )
@@ -74,12 +72,8 @@ START_TIMEOUT_S = 120.0
 
 
 def find_kueue_dir() -> Path:
-    """Kueue's cache directory (bin/kueue, config/), keyed by its version (same rule as build.sh)."""
-    testenv_dir = _repo_testenv_dir()
-    if testenv_dir is None:
-        raise BuildMissingError("cannot find hack/testenv/versions.env; set TRAINOP_TESTENV_DIR")
-    version = _read_versions(testenv_dir)["KUEUE_VERSION"]
-    return find_bin_dir().parent.parent / f"kueue-{version}"
+    """Kueue's cache directory (bin/kueue, config/)."""
+    return find_versioned_dir("kueue", "KUEUE_VERSION")[0]
 
 
 def _check_kueue(kueue_dir: Path) -> None:

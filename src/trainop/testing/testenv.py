@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 BUILD_COMMAND = "make testenv"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
@@ -100,6 +101,7 @@ KCM_CONTROLLERS = (
 )
 
 START_TIMEOUT_S = 120.0
+STARTUP_POLL_S = 0.1  # start-up is seconds: poll its components often
 
 # scheduler-plugins (hack/testenv/tools/scheduler-plugins), started with scheduler_plugins=True: a
 # second kube-scheduler with the Coscheduling plugin under this scheduler name (profile as in its
@@ -173,23 +175,27 @@ def find_bin_dir() -> Path:
     return root / key / "bin"
 
 
-def find_scheduler_plugins_dir() -> Path:
-    """scheduler-plugins' cache directory (bin/ and crds/), keyed by its version (same rule as build.sh)."""
+def find_versioned_dir(prefix: str, variable: str) -> tuple[Path, str]:
+    """A tool's cache directory beside the binaries', ``<prefix>-<version>`` with the version pinned in
+    versions.env as ``variable`` (same rule as build.sh); and that version."""
     bin_dir = find_bin_dir()
     testenv_dir = _repo_testenv_dir()
-    assert testenv_dir is not None
-    version = _read_versions(testenv_dir)["SCHEDULER_PLUGINS_VERSION"]
-    return bin_dir.parent.parent / f"scheduler-plugins-{version}"
+    if testenv_dir is None:
+        raise BuildMissingError("cannot find hack/testenv/versions.env; set TRAINOP_TESTENV_DIR")
+    version = _read_versions(testenv_dir)[variable]
+    return bin_dir.parent.parent / f"{prefix}-{version}", version
+
+
+def find_scheduler_plugins_dir() -> Path:
+    """scheduler-plugins' cache directory (bin/ and crds/)."""
+    return find_versioned_dir("scheduler-plugins", "SCHEDULER_PLUGINS_VERSION")[0]
 
 
 def find_trainer_dir() -> Path:
     """Kubeflow Trainer's own manifests, copied by build.sh from its Go module: ``crds/`` (the three
     trainer.kubeflow.org CRDs), ``runtimes/`` (manifests/base/runtimes) and ``examples/``
     (examples/yaml). Keyed by KUBEFLOW_TRAINER_VERSION; raises BuildMissingError if not fetched."""
-    testenv_dir = _repo_testenv_dir()
-    assert testenv_dir is not None
-    version = _read_versions(testenv_dir)["KUBEFLOW_TRAINER_VERSION"]
-    trainer_dir = find_bin_dir().parent.parent / f"kubeflow-trainer-{version}"
+    trainer_dir, version = find_versioned_dir("kubeflow-trainer", "KUBEFLOW_TRAINER_VERSION")
     if not list((trainer_dir / "crds").glob("trainer.kubeflow.org_*.yaml")):
         raise BuildMissingError(
             f"Kubeflow Trainer {version}'s manifests are missing in {trainer_dir}. Fetch them with "
@@ -229,16 +235,8 @@ class _Pki:
 
     @classmethod
     def at(cls, d: Path) -> _Pki:
-        return cls(
-            ca_crt=d / "ca.crt",
-            ca_key=d / "ca.key",
-            serving_crt=d / "serving.crt",
-            serving_key=d / "serving.key",
-            admin_crt=d / "admin.crt",
-            admin_key=d / "admin.key",
-            sa_key=d / "sa.key",
-            sa_pub=d / "sa.pub",
-        )
+        """Each file in ``d``, named after its field: ``ca_crt`` is ca.crt."""
+        return cls(**{f.name: d / ".".join(f.name.rsplit("_", 1)) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -453,28 +451,6 @@ def _log_tail(path: Path, lines: int = 25) -> str:
     return "\n".join(text[-lines:])
 
 
-def _wait(what: str, check: Callable[[], T | None], timeout: float) -> T:
-    """Poll check() until it returns a non-None value (fast at first: start-up is seconds)."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    last_err: BaseException | None = None
-    while True:
-        try:
-            got = check()
-            if got is not None:
-                return got
-        except _ComponentExited:
-            raise
-        except Exception as e:  # the thing polled is not up yet: keep the reason for the error
-            last_err = e
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"timed out after {timeout:.0f}s waiting for {what} (last error: {last_err!r})"
-            )
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
-
-
 # --------------------------------------------------------------------------------------------
 # The control plane
 
@@ -582,7 +558,7 @@ class ControlPlane:
             return True if _http_status(etcd_port, "/readyz") == 200 else None
 
         # etcd is up in well under a second; waiting spares the apiserver log a page of retries.
-        _wait("etcd /readyz", etcd_ready, START_TIMEOUT_S)
+        wait_for(etcd_ready, START_TIMEOUT_S, "etcd /readyz", STARTUP_POLL_S)
         self._spawn(
             "kube-apiserver",
             [
@@ -618,7 +594,7 @@ class ControlPlane:
             self._check_alive()
             return True if self._get(api_port, "/readyz", pki) == 200 else None
 
-        _wait("kube-apiserver /readyz", readyz, START_TIMEOUT_S)
+        wait_for(readyz, START_TIMEOUT_S, "kube-apiserver /readyz", STARTUP_POLL_S)
 
         kcm_args = [
             # No --authentication/authorization-kubeconfig: with them KCM and the scheduler look
@@ -669,7 +645,8 @@ class ControlPlane:
             ok = all(self._get(p, "/healthz", None) == 200 for p in health_ports)
             return True if ok and self._nodes_ready() and self._default_sa() else None
 
-        _wait("controller-manager, scheduler and Ready kwok nodes", all_ready, START_TIMEOUT_S)
+        what = "controller-manager, scheduler and Ready kwok nodes"
+        wait_for(all_ready, START_TIMEOUT_S, what, STARTUP_POLL_S)
 
     def _start_scheduler_plugins(self, sp_dir: Path) -> int:
         """Install scheduler-plugins' CRDs, start its Coscheduling scheduler and its PodGroup
@@ -776,54 +753,47 @@ class ControlPlane:
         from lightkube.models.meta_v1 import ObjectMeta
         from lightkube.resources.core_v1 import Node
 
-        client = self._client()
-        for i in range(self.nodes):
-            name = f"kwok-node-{i}"
-            node = Node(
-                metadata=ObjectMeta(
-                    name=name,
-                    annotations={KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
-                    labels={
-                        "kubernetes.io/hostname": name,
-                        "kubernetes.io/os": "linux",
-                        "kubernetes.io/arch": "amd64",
-                        "type": "kwok",
-                        "trainop.dev/testenv": "true",
-                    },
-                ),
-                spec=NodeSpec(),
-                status=NodeStatus(capacity=dict(self.node_capacity), allocatable=dict(self.node_capacity)),
-            )
-            client.create(node)
-        client.close()
+        with contextlib.closing(self._client()) as client:
+            for i in range(self.nodes):
+                name = f"kwok-node-{i}"
+                node = Node(
+                    metadata=ObjectMeta(
+                        name=name,
+                        annotations={KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1]},
+                        labels={
+                            "kubernetes.io/hostname": name,
+                            "kubernetes.io/os": "linux",
+                            "kubernetes.io/arch": "amd64",
+                            "type": "kwok",
+                            "trainop.dev/testenv": "true",
+                        },
+                    ),
+                    spec=NodeSpec(),
+                    status=NodeStatus(
+                        capacity=dict(self.node_capacity), allocatable=dict(self.node_capacity)
+                    ),
+                )
+                client.create(node)
 
     def _nodes_ready(self) -> bool:
         from lightkube.resources.core_v1 import Node
 
-        client = self._client()
-        try:
+        with contextlib.closing(self._client()) as client:
             nodes = list(client.list(Node))
-        finally:
-            client.close()
-        ready = 0
-        for n in nodes:
-            conds = (n.status.conditions if n.status else None) or []
-            ready += any(c.type == "Ready" and c.status == "True" for c in conds)
+        ready = sum(
+            any(c.type == "Ready" and c.status == "True" for c in (n.status and n.status.conditions) or [])
+            for n in nodes
+        )
         return len(nodes) >= self.nodes and ready == len(nodes)
 
     def _default_sa(self) -> bool:
-        """The serviceaccount controller created `default` in `default`: KCM is working."""
-        from lightkube import ApiError
+        """The serviceaccount controller created `default` in `default`: KCM is working (an ApiError
+        until then, which ``wait_for`` counts as not yet)."""
         from lightkube.resources.core_v1 import ServiceAccount
 
-        client = self._client()
-        try:
+        with contextlib.closing(self._client()) as client:
             client.get(ServiceAccount, "default", namespace="default")
-            return True
-        except ApiError:
-            return False
-        finally:
-            client.close()
+        return True
 
     def _stop_processes(self, grace_s: float = 10.0) -> None:
         # SIGTERM every process group at once (each component leads its own group), then
@@ -944,28 +914,13 @@ class K8sEnv:
     def from_state(cls, state_file: Path) -> K8sEnv:
         """Attach to a control plane started by ``hack/testenv/up`` (its state.json)."""
         s = json.loads(state_file.read_text())
-        return cls(
-            kubeconfig=Path(s["kubeconfig"]),
-            token_kubeconfig=Path(s["token_kubeconfig"]),
-            server=s["server"],
-            ca_file=Path(s["ca_file"]),
-            bin_dir=Path(s["bin_dir"]),
-            run_dir=Path(s["run_dir"]),
-            nodes=tuple(s["nodes"]),
-            token=s["token"],
-        )
+        values: dict[str, Any] = {
+            f.name: Path(s[f.name]) if f.type == "Path" else s[f.name] for f in fields(cls)
+        }
+        return cls(**{**values, "nodes": tuple(s["nodes"])})
 
     def to_state(self) -> dict[str, Any]:
-        return {
-            "kubeconfig": str(self.kubeconfig),
-            "token_kubeconfig": str(self.token_kubeconfig),
-            "server": self.server,
-            "ca_file": str(self.ca_file),
-            "bin_dir": str(self.bin_dir),
-            "run_dir": str(self.run_dir),
-            "nodes": list(self.nodes),
-            "token": self.token,
-        }
+        return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
 
     # -- clients -------------------------------------------------------------------------------
 
@@ -974,28 +929,22 @@ class K8sEnv:
     ) -> lightkube.Client:
         """A sync lightkube Client as cluster admin; close it (or use it in a `with`) when done."""
         import lightkube
-        from lightkube.config.kubeconfig import KubeConfig
 
-        return lightkube.Client(
-            KubeConfig.from_file(self.kubeconfig),
-            namespace=namespace,
-            field_manager=field_manager,
-            trust_env=False,
-        )
+        return self._admin(lightkube.Client, namespace, field_manager)
 
     def async_client(
         self, namespace: str | None = None, field_manager: str | None = "trainop-tests"
     ) -> lightkube.AsyncClient:
         """An async lightkube AsyncClient as cluster admin (``await client.close()`` when done)."""
         import lightkube
+
+        return self._admin(lightkube.AsyncClient, namespace, field_manager)
+
+    def _admin(self, cls: Callable[..., C], namespace: str | None, field_manager: str | None) -> C:
         from lightkube.config.kubeconfig import KubeConfig
 
-        return lightkube.AsyncClient(
-            KubeConfig.from_file(self.kubeconfig),
-            namespace=namespace,
-            field_manager=field_manager,
-            trust_env=False,
-        )
+        config = KubeConfig.from_file(self.kubeconfig)
+        return cls(config, namespace=namespace, field_manager=field_manager, trust_env=False)
 
     def client_as_token(self, token: str, namespace: str | None = None) -> lightkube.Client:
         """A sync Client authenticating with a bearer token (e.g. from ``kubectl create token``)."""
@@ -1086,21 +1035,17 @@ class K8sEnv:
 
     def create_namespace(self, name: str, labels: dict[str, str] | None = None, timeout: float = 30.0) -> str:
         """Create a namespace and wait for its `default` ServiceAccount (pods are admitted only then)."""
-        from lightkube import ApiError
         from lightkube.models.meta_v1 import ObjectMeta
         from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
         with contextlib.closing(self.client()) as c:
             c.create(Namespace(metadata=ObjectMeta(name=name, labels=labels or {})))
-
-            def sa() -> bool | None:
-                try:
-                    c.get(ServiceAccount, "default", namespace=name)
-                    return True
-                except ApiError:
-                    return None
-
-            wait_for(sa, timeout=timeout, what=f"ServiceAccount {name}/default")
+            # An ApiError (404) until it exists: wait_for counts that as not yet.
+            wait_for(
+                lambda: c.get(ServiceAccount, "default", namespace=name),
+                timeout,
+                f"ServiceAccount {name}/default",
+            )
         return name
 
     def delete_namespace(self, name: str, wait: bool = False, timeout: float = 60.0) -> None:
@@ -1116,12 +1061,12 @@ class K8sEnv:
                 return
             if wait:
 
-                def gone() -> bool | None:
+                def gone() -> bool:
                     try:
                         c.get(Namespace, name)
-                        return None
                     except ApiError as e:
-                        return True if e.status.code == 404 else None
+                        return e.status.code == 404
+                    return False
 
                 wait_for(gone, timeout=timeout, what=f"namespace {name} deleted")
 
@@ -1129,7 +1074,8 @@ class K8sEnv:
 def wait_for(
     check: Callable[[], T | None], timeout: float = 60.0, what: str = "condition", interval: float = 0.2
 ) -> T:
-    """Poll ``check`` until it returns something other than None (exceptions count as not yet).
+    """Poll ``check`` until it returns something other than None or False (exceptions count as not yet,
+    but a control-plane component that exited ends the wait at once).
 
     Tests should wait with generous timeouts instead of sleeping or asserting wall-clock times.
     """
@@ -1140,7 +1086,9 @@ def wait_for(
             got = check()
             if got is not None and got is not False:
                 return got
-        except Exception as e:
+        except _ComponentExited:
+            raise
+        except Exception as e:  # the thing polled is not up yet: keep the reason for the error
             last_err = e
         if time.monotonic() > deadline:
             suffix = f" (last error: {last_err!r})" if last_err else ""
@@ -1205,13 +1153,11 @@ def k8s_env(pytestconfig: pytest.Config) -> Iterator[K8sEnv]:
     if state:
         yield K8sEnv.from_state(Path(state))
         return
+    missing = ""
     try:
-        bin_dir = find_bin_dir()
-        _check_binaries(bin_dir)
+        _check_binaries(find_bin_dir())
     except BuildMissingError as e:
         missing = str(e)
-    else:
-        missing = ""
     if missing:  # outside the except: the report then shows the message once, without a traceback
         pytest.fail(missing, pytrace=False)
     plane = start_env(keep_run_dir=bool(os.environ.get("TRAINOP_TESTENV_KEEP")))
@@ -1316,16 +1262,10 @@ def _up(state_dir: Path, nodes: int) -> int:
         return 1
     log = state_dir / "serve.log"
     t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "trainop.testing.testenv", "serve", f"--dir={state_dir}", f"--nodes={nodes}"]
     with log.open("ab") as f:
         child = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "trainop.testing.testenv",
-                "serve",
-                f"--dir={state_dir}",
-                f"--nodes={nodes}",
-            ],
+            cmd,
             stdin=subprocess.DEVNULL,
             stdout=f,
             stderr=subprocess.STDOUT,
@@ -1362,7 +1302,7 @@ def _down(state_dir: Path) -> int:
     pid = json.loads(state_file.read_text())["pid"]
     if _pid_alive(pid):
         os.kill(pid, signal.SIGTERM)
-        _wait("the control plane to stop", lambda: True if not _pid_alive(pid) else None, 30)
+        wait_for(lambda: not _pid_alive(pid), 30, "the control plane to stop")
     shutil.rmtree(state_dir, ignore_errors=True)
     print("# stopped")
     return 0

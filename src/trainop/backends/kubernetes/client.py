@@ -175,12 +175,10 @@ class Limiter:
 
     async def acquire(self, priority: int = PRIORITY_READ) -> None:
         if priority != PRIORITY_EVENT:
-            if self.on_wait is None:
-                await self.requests.acquire(priority)
-                return
             t0 = self._clock()
             await self.requests.acquire(priority)
-            self.on_wait(self._clock() - t0)
+            if self.on_wait is not None:
+                self.on_wait(self._clock() - t0)
             return
         if self.activity is not None and self.activity.quiet_for() < EVENT_QUIET_S:
             await self.busy_events.acquire(priority)

@@ -222,48 +222,38 @@ class Informer:
         self.handlers.append(handlers)
 
     # --- change delivery -------------------------------------------------------------------------
-    def _emit_add(self, obj: Obj) -> None:
+    def _emit(self, change: str, *objs: Obj) -> None:
+        """Call every handler's ``on_<change>`` ("add", "update" or "delete") with ``objs``."""
         for h in self.handlers:
-            if h.on_add:
-                self._safe(h.on_add, obj)
-
-    def _emit_update(self, old: Obj, new: Obj) -> None:
-        for h in self.handlers:
-            if h.on_update:
-                self._safe(h.on_update, old, new)
-
-    def _emit_delete(self, obj: Obj) -> None:
-        for h in self.handlers:
-            if h.on_delete:
-                self._safe(h.on_delete, obj)
-
-    def _safe(self, fn: Callable[..., None], *args: Obj) -> None:
-        try:
-            fn(*args)
-        except Exception:  # a handler bug must not kill the watch
-            log.exception("informer %s: handler failed", self.name)
+            fn = getattr(h, f"on_{change}")
+            if fn is None:
+                continue
+            try:
+                fn(*objs)
+            except Exception:  # a handler bug must not kill the watch
+                log.exception("informer %s: handler failed", self.name)
 
     def apply_event(self, kind: str, obj: Obj, *, shaped: bool = False) -> None:
         """Fold one watch event into the store and call the handlers (``shaped``: ``obj`` is already
         what ``transform`` makes of it)."""
         if kind == "DELETED":
             old = self.store.remove(obj_key(obj))
-            self._emit_delete(old if old is not None else obj)
+            self._emit("delete", old if old is not None else obj)
             return
         new = obj if shaped else self.transform(obj)
         if new is None:  # not ours (e.g. a ConfigMap with an `app` label but no MPIJob owner)
             old = self.store.remove(obj_key(obj))
             if old is not None:
-                self._emit_delete(old)
+                self._emit("delete", old)
             return
         cur = self.store.get(*obj_key(new))
         if cur is not None and resource_version_newer(_rv(cur), _rv(new)):
             return  # older than what the operator itself just wrote (put_newer): already acted on
         old = self.store.upsert(new)
         if old is None:
-            self._emit_add(new)
+            self._emit("add", new)
         else:
-            self._emit_update(old, new)
+            self._emit("update", old, new)
 
     def put_newer(self, obj: Obj) -> None:
         """Store an object the operator just wrote, unless the cache already holds a newer version; so
@@ -301,15 +291,13 @@ class Informer:
             if key not in seen:
                 old = self.store.remove(key)
                 if old is not None:
-                    self._emit_delete(old)
+                    self._emit("delete", old)
         for obj in seen.values():
             old = self.store.upsert(obj)
             if old is None:
-                self._emit_add(obj)
-            elif old.get("metadata", {}).get("resourceVersion") != obj.get("metadata", {}).get(
-                "resourceVersion"
-            ):
-                self._emit_update(old, obj)
+                self._emit("add", obj)
+            elif _rv(old) != _rv(obj):
+                self._emit("update", old, obj)
         return rv
 
     async def _watch(self, rv: str) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -86,14 +86,7 @@ class LeaderElector:
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": self._spec(None, transitions_bump=True),
                 }
-                try:
-                    await api.create(r.Lease(body))
-                except Exception as cexc:
-                    if api_status_code(cexc) == 409:
-                        return False
-                    raise
-                self._observed_at = self._mono()
-                return True
+                return await self._write(api.create(r.Lease(body)))
             spec = lease.get("spec") or {}
             holder = spec.get("holderIdentity") or ""
             record = (holder, str(spec.get("renewTime")), str(lease["metadata"].get("resourceVersion")))
@@ -105,14 +98,18 @@ class LeaderElector:
             if holder and not ours and self._mono() < self._observed_at + duration:
                 return False  # held by someone else and not expired
             lease["spec"] = self._spec(lease, transitions_bump=not ours)
-            try:
-                await api.replace(r.Lease(lease))
-            except Exception as exc:
-                if api_status_code(exc) == 409:
-                    return False
-                raise
-            self._observed_at = self._mono()
-            return True
+            return await self._write(api.replace(r.Lease(lease)))
+
+    async def _write(self, write: Awaitable[Any]) -> bool:
+        """A create or replace of the Lease: False when another candidate wrote first (409)."""
+        try:
+            await write
+        except Exception as exc:
+            if api_status_code(exc) == 409:
+                return False
+            raise
+        self._observed_at = self._mono()
+        return True
 
     async def run(self) -> None:
         """Acquire, then renew until the lease is lost (``lost`` is set and this returns)."""
