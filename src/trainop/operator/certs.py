@@ -19,7 +19,13 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from trainop.backends.kubernetes import resources as r
-from trainop.backends.kubernetes.client import PRIORITY_WRITE, KubeClient, api_status_code, request_priority
+from trainop.backends.kubernetes.client import (
+    PRIORITY_WRITE,
+    KubeClient,
+    api_status_code,
+    request_priority,
+    tolerate,
+)
 from trainop.operator.pki import build_ca_cert, build_key_pem, build_leaf_cert, build_name, build_private_key
 
 log = logging.getLogger(__name__)
@@ -33,6 +39,9 @@ CN_MAX = 64  # RFC 5280 ub-common-name
 LOOKAHEAD = timedelta(days=90)
 
 
+SECRET_KEYS = ("ca.crt", "ca.key", "tls.crt", "tls.key")  # the Secret's keys, in CertBundle's order
+
+
 @dataclass(frozen=True, slots=True)
 class CertBundle:
     ca_cert: bytes  # PEM
@@ -41,19 +50,14 @@ class CertBundle:
     key: bytes
 
     def to_secret_data(self) -> dict[str, str]:
-        enc = base64.b64encode
-        return {
-            "ca.crt": enc(self.ca_cert).decode(),
-            "ca.key": enc(self.ca_key).decode(),
-            "tls.crt": enc(self.cert).decode(),
-            "tls.key": enc(self.key).decode(),
-        }
+        pems = (self.ca_cert, self.ca_key, self.cert, self.key)
+        return {k: base64.b64encode(pem).decode() for k, pem in zip(SECRET_KEYS, pems, strict=True)}
 
     @classmethod
     def from_secret_data(cls, data: dict[str, str] | None) -> CertBundle | None:
         data = data or {}
         try:
-            parts = [base64.b64decode(data[k]) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")]
+            parts = [base64.b64decode(data[k]) for k in SECRET_KEYS]
         except (KeyError, ValueError):
             return None
         return cls(*parts)
@@ -161,15 +165,9 @@ async def apply_cert_secret(
                 "type": "Opaque",
             }
         secret["data"] = bundle.to_secret_data()
-        try:
-            if create:
-                await api.create(r.Secret(secret))
-            else:
-                await api.replace(r.Secret(secret))
-        except Exception as exc:
-            if api_status_code(exc) == 409:  # another replica created or rotated it first: use theirs
-                return await apply_cert_secret(client, namespace=namespace, name=name, hosts=hosts, now=now)
-            raise
+        if not await tolerate((api.create if create else api.replace)(r.Secret(secret)), 409):
+            # Another replica created or rotated it first: use theirs.
+            return await apply_cert_secret(client, namespace=namespace, name=name, hosts=hosts, now=now)
         return bundle
 
 
@@ -189,11 +187,7 @@ async def apply_ca_bundle(client: KubeClient, *, name: str, ca_pem: bytes) -> bo
         updated = build_injected_webhooks(vwc, ca_pem)
         if updated is None:
             return True
-        try:
-            await api.replace(r.ValidatingWebhookConfiguration(updated))
-        except Exception as exc:
-            if api_status_code(exc) == 409:
-                return False  # changed under us; the next check re-injects
-            raise
+        if not await tolerate(api.replace(r.ValidatingWebhookConfiguration(updated)), 409):
+            return False  # changed under us; the next check re-injects
         log.info("webhook: caBundle injected into %s", name)
         return True

@@ -115,6 +115,13 @@ def _closing(status: int, text: str) -> web.Response:
     return resp
 
 
+def _of_method_and_body(handler: Handler) -> RequestHandler:
+    async def handle(req: Request) -> Response:
+        return await handler(req.method, req.body)
+
+    return handle
+
+
 class HTTPServer:
     """``routes`` (path → handler, any method) on one address, plain or TLS."""
 
@@ -140,10 +147,9 @@ class HTTPServer:
 
     async def start(self, host: str, port: int) -> None:
         app = web.Application(client_max_size=MAX_BODY)
-        for path, handler in self.routes.items():
-            app.router.add_route("*", path, self._serve(handler, path))
-        for pattern, route in self.request_routes.items():
-            app.router.add_route("*", pattern, self._serve_request(route, pattern))
+        routes = {path: RequestRoute(_of_method_and_body(h), MAX_BODY) for path, h in self.routes.items()}
+        for pattern, route in {**routes, **self.request_routes}.items():
+            app.router.add_route("*", pattern, self._serve(route, pattern))
         self._runner = web.AppRunner(
             app,
             access_log=None,
@@ -178,29 +184,7 @@ class HTTPServer:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), SHUTDOWN_S)
 
-    def _serve(self, handler: Handler, path: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        async def serve(request: web.Request) -> web.Response:
-            try:
-                async with asyncio.timeout(self.limits.body_timeout):
-                    body = await request.read()
-            except TimeoutError:
-                return _closing(408, "request body not received in time")
-            except web.HTTPRequestEntityTooLarge:
-                return _closing(413, f"request body over {MAX_BODY} bytes")
-            try:
-                resp = await handler(request.method, body)
-            except Exception:
-                log.exception("handler for %s failed", path)  # a bug of ours: the traceback is wanted
-                return _plain(500, "internal error")
-            return web.Response(
-                status=resp.status, body=resp.body, headers={"Content-Type": resp.content_type}
-            )
-
-        return serve
-
-    def _serve_request(
-        self, route: RequestRoute, pattern: str
-    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    def _serve(self, route: RequestRoute, pattern: str) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def serve(request: web.Request) -> web.Response:
             if (request.content_length or 0) > route.max_body:
                 return _closing(413, f"request body over {route.max_body} bytes")
@@ -219,7 +203,7 @@ class HTTPServer:
             try:
                 resp = await route.handler(req)
             except Exception:
-                log.exception("handler for %s failed", pattern)
+                log.exception("handler for %s failed", pattern)  # a bug of ours: the traceback is wanted
                 return _plain(500, "internal error")
             return web.Response(
                 status=resp.status, body=resp.body, headers={"Content-Type": resp.content_type}

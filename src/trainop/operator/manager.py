@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from trainop.api.kinds import KIND_INFO
 from trainop.backends.kubernetes.backend import KubernetesReconcileTarget
 from trainop.backends.kubernetes.cache import ClusterCache, JobKey
-from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
+from trainop.backends.kubernetes.client import KubeClient, build_client, is_served, load_config
 from trainop.backends.kubernetes.events import EventRecorder
 from trainop.backends.kubernetes.leader import LeaderElector
 from trainop.backends.kubernetes.resources import JOB_RESOURCES, use_pod_group_api
@@ -312,18 +312,12 @@ class Operator:
 
     async def _check_crds(self) -> None:
         """Fail fast, as upstream does, when an enabled kind has no CRD (rather than retry forever)."""
-        missing = []
-        for kind in self.cfg.kinds:
-            try:
-                it = self.client.api.list(
-                    JOB_RESOURCES[kind], namespace=self.cfg.namespace or "*", chunk_size=1
-                )
-                async for _ in it:
-                    break
-            except Exception as exc:
-                if api_status_code(exc) != 404:
-                    raise
-                missing.append(f"{KIND_INFO[kind].plural}.kubeflow.org")
+        ns = self.cfg.namespace or "*"
+        missing = [
+            f"{KIND_INFO[kind].plural}.kubeflow.org"
+            for kind in self.cfg.kinds
+            if not await is_served(self.client.api, JOB_RESOURCES[kind], ns)
+        ]
         if missing:
             raise StartupError(
                 f"CRD {', '.join(missing)} not installed: run `kubectl apply -k manifests/crds`, "
@@ -334,13 +328,7 @@ class Operator:
 
     async def _check_pod_group_crd(self, gang: GangScheduler, resource: Any) -> None:
         """§5: upstream exits at startup when the chosen PodGroup CRD is missing; say what to install."""
-        try:
-            it = self.client.api.list(resource, namespace=self.cfg.namespace or "*", chunk_size=1)
-            async for _ in it:
-                break
-        except Exception as exc:
-            if api_status_code(exc) != 404:
-                raise
+        if not await is_served(self.client.api, resource, self.cfg.namespace or "*"):
             what = (
                 "Volcano (https://volcano.sh/en/docs/installation/)"
                 if gang.volcano
@@ -351,7 +339,7 @@ class Operator:
                 f"--gang-scheduler-name={self.cfg.gang_scheduler_name} needs the PodGroup CRD "
                 f"{gang.crd_name} ({gang.api_version}), which is not installed: install {what}, "
                 "or run without --gang-scheduler-name"
-            ) from None
+            )
 
     async def _watch_lease(self) -> None:
         assert self.elector is not None

@@ -44,7 +44,13 @@ from trainop.api.constants import (
 )
 from trainop.api.kinds import KIND_INFO
 from trainop.backends.kubernetes import resources as r
-from trainop.backends.kubernetes.client import PRIORITY_WRITE, KubeClient, api_status_code, request_priority
+from trainop.backends.kubernetes.client import (
+    PRIORITY_WRITE,
+    KubeClient,
+    api_status_code,
+    request_priority,
+    tolerate,
+)
 from trainop.core.naming import build_owner_reference
 from trainop.core.observed import Observed
 from trainop.core.plan import CreateObject, Plan
@@ -310,22 +316,18 @@ class ProgressEndpoint:
         api = self.client.api
         from lightkube.types import PatchType
 
-        try:
-            with request_priority(PRIORITY_WRITE):
-                if target.kind == KIND_TRAINJOB:
-                    # Every field named: null removes what an earlier post set and this one does not.
-                    patch = {"status": {"trainerStatus": {k: status.get(k) for k in STATUS_FIELDS}}}
-                    res = r.TrainJob.Status
-                else:
-                    text = json.dumps(status, separators=(",", ":"))
-                    patch = {"metadata": {"annotations": {ANNOTATION_TRAINER_STATUS: text}}}
-                    res = r.JOB_RESOURCES[target.kind]
-                ns = target.namespace
-                await api.patch(res, target.name, patch, namespace=ns, patch_type=PatchType.MERGE)
-        except Exception as exc:
-            if api_status_code(exc) == 404:
-                raise Refused(404, f"{target} not found") from None
-            raise
+        if target.kind == KIND_TRAINJOB:
+            # Every field named: null removes what an earlier post set and this one does not.
+            patch = {"status": {"trainerStatus": {k: status.get(k) for k in STATUS_FIELDS}}}
+            res = r.TrainJob.Status
+        else:
+            text = json.dumps(status, separators=(",", ":"))
+            patch = {"metadata": {"annotations": {ANNOTATION_TRAINER_STATUS: text}}}
+            res = r.JOB_RESOURCES[target.kind]
+        with request_priority(PRIORITY_WRITE):
+            call = api.patch(res, target.name, patch, namespace=target.namespace, patch_type=PatchType.MERGE)
+            if not await tolerate(call, 404):
+                raise Refused(404, f"{target} not found")
 
 
 # --- the pods' side ----------------------------------------------------------------------------------
@@ -390,12 +392,8 @@ class PodPreparer:
         api = self.client.api
         meta = cm["metadata"]
         for _ in range(tries):
-            try:
-                await api.create(r.ConfigMap(cm))
+            if await tolerate(api.create(r.ConfigMap(cm)), 409):
                 return
-            except Exception as exc:
-                if api_status_code(exc) != 409:
-                    raise
             try:
                 current = dict(await api.get(r.ConfigMap, meta["name"], namespace=meta["namespace"]))
                 cmeta = current.get("metadata") or {}
@@ -427,11 +425,7 @@ class PodPreparer:
                 if (cm.get("data") or {}).get(CA_KEY) == ca.decode():
                     continue
                 cm["data"] = {**(cm.get("data") or {}), CA_KEY: ca.decode()}
-                try:
-                    await api.replace(r.ConfigMap(cm))
-                except Exception as exc:
-                    if api_status_code(exc) not in (404, 409):
-                        raise
+                await tolerate(api.replace(r.ConfigMap(cm)), 404, 409)
 
 
 class ProgressTarget:

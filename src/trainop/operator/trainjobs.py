@@ -37,6 +37,7 @@ from trainop.api.errors import InvalidJobError
 from trainop.api.trainer import TrainingRuntime, TrainJob
 from trainop.api.trainer_rules import parse_trainer_object
 from trainop.backends.kubernetes import resources as r
+from trainop.backends.kubernetes.client import is_served, tolerate
 from trainop.core.trainjob import (
     JobSetTopology,
     RuntimeResolutionError,
@@ -108,14 +109,7 @@ class TrainJobController:
 
     async def installed(self) -> bool:
         """Whether the TrainJob CRD is served (the controller stays off otherwise)."""
-        try:
-            async for _ in self.api.list(TrainJobResource, namespace=self.namespace, chunk_size=1):
-                break
-        except ApiError as exc:
-            if exc.status.code == 404:
-                return False
-            raise
-        return True
+        return await is_served(self.api, TrainJobResource, self.namespace)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -212,12 +206,12 @@ class TrainJobController:
             obj["metadata"].setdefault("ownerReferences", [owner])
             if obj.get("kind") == "Secret" and "data" not in obj:
                 obj["data"] = build_ssh_secret_data()
-            await self._create(_OBJECTS[obj["kind"]], obj)
+            await tolerate(self.api.create(_OBJECTS[obj["kind"]](obj)), 409)
         if self.pods is not None and plan.create_pods:
             await self.pods.prepare(owner, ns, "trainjobs", plan.create_pods)
         for pod in plan.create_pods:
             pod["metadata"]["ownerReferences"] = [owner]
-            await self._create(r.Pod, pod)
+            await tolerate(self.api.create(r.Pod(pod)), 409)
         if plan.restarts is not None:  # recorded first: a crash before the deletes must not lose it
             await self.api.patch(
                 TrainJobResource,
@@ -232,13 +226,6 @@ class TrainJobController:
                 await self.api.delete(r.Pod, name, namespace=ns)
         await self._write_status(job, status, plan.status)
         return plan.requeue_after
-
-    async def _create(self, res: Any, obj: dict[str, Any]) -> None:
-        try:
-            await self.api.create(res(obj))
-        except ApiError as exc:
-            if exc.status.code != 409:
-                raise
 
     async def _write_status(self, job: TrainJob, old: dict[str, Any], new: dict[str, Any]) -> None:
         if new == old:

@@ -169,24 +169,14 @@ def extract_image(archive: Path, dest: Path) -> ImageConfig:
                     members.append(m)
             # Ownership and modes as in the image (this runs as root, like a container runtime).
             tar.extractall(rootfs, members=members, filter="fully_trusted", numeric_owner=True)
+    config = json.loads(_blob(layout, manifest["config"]["digest"]).read_text())["config"]
     shutil.rmtree(layout)
-    config = json.loads(_blob_from_manifest(archive, manifest["config"]["digest"]))["config"]
     return ImageConfig(
         user=config.get("User", "0"),
         env=dict(e.split("=", 1) for e in config.get("Env", [])),
         entrypoint=list(config.get("Entrypoint") or []),
         workdir=config.get("WorkingDir") or "/",
     )
-
-
-def _blob_from_manifest(archive: Path, digest: str) -> bytes:
-    import tarfile
-
-    algo, _, hexdigest = digest.partition(":")
-    with tarfile.open(archive) as tar:
-        member = tar.extractfile(f"blobs/{algo}/{hexdigest}")
-        assert member is not None, f"{archive}: no blob {digest}"
-        return member.read()
 
 
 def build_container_command(

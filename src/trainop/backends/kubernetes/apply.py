@@ -26,6 +26,7 @@ from trainop.backends.kubernetes.client import (
     KubeClient,
     api_status_code,
     request_priority,
+    tolerate,
 )
 from trainop.core.plan import (
     Action,
@@ -103,7 +104,6 @@ class ApplyOutcome:
     created: list[ObjRef] = field(default_factory=list)  # newly created (not AlreadyExists)
     deleted: list[ObjRef] = field(default_factory=list)  # deleted now (not NotFound)
     status_written: dict[str, Any] | None = None  # the job as the apiserver returned it
-    job_deleted: bool = False
     events: list[Event] = field(default_factory=list)  # what was emitted, failures included
 
 
@@ -131,41 +131,27 @@ class PlanApplier:
     async def _one(self, job: dict[str, Any], ns: str, action: Action, out: ApplyOutcome) -> None:
         api = self.client.api
         with request_priority(PRIORITY_WRITE):
-            if isinstance(action, CreateObject):
+            if isinstance(action, CreateObject | UpdateObject):
                 obj = copy.copy(action.obj)
                 obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": ns}
                 res = r.resource_for_kind(obj["kind"])
-                try:
-                    await self.client.create(res, ns, obj)
+                if isinstance(action, UpdateObject):
+                    await api.replace(res(obj))
+                # AlreadyExists (409): deterministic names make this success
+                elif await tolerate(self.client.create(res, ns, obj), 409):
                     out.created.append((obj["kind"], obj["metadata"].get("name", "")))
                     if obj["kind"] == "Pod":
                         self._count("pods_created", job)
-                except Exception as exc:
-                    if api_status_code(exc) != 409:  # AlreadyExists: deterministic names make this success
-                        raise
-            elif isinstance(action, UpdateObject):
-                obj = copy.copy(action.obj)
-                obj["metadata"] = {**(obj.get("metadata") or {}), "namespace": ns}
-                res = r.resource_for_kind(obj["kind"])
-                await api.replace(res(obj))
             elif isinstance(action, DeleteObject):
-                try:
-                    await api.delete(r.resource_for_kind(action.kind), action.name, namespace=ns)
+                res = r.resource_for_kind(action.kind)
+                if await tolerate(api.delete(res, action.name, namespace=ns), 404):
                     out.deleted.append((action.kind, action.name))
                     if action.kind == "Pod":
                         self._count("pods_deleted", job)
-                except Exception as exc:
-                    if api_status_code(exc) != 404:
-                        raise
             elif isinstance(action, DeleteJob):
-                meta = job.get("metadata") or {}
-                try:
-                    # Default propagation (background for custom resources): GC removes the dependents.
-                    await api.delete(r.JOB_RESOURCES[job["kind"]], meta["name"], namespace=ns)
-                except Exception as exc:
-                    if api_status_code(exc) != 404:
-                        raise
-                out.job_deleted = True
+                # Default propagation (background for custom resources): GC removes the dependents.
+                name = (job.get("metadata") or {})["name"]
+                await tolerate(api.delete(r.JOB_RESOURCES[job["kind"]], name, namespace=ns), 404)
             else:  # pragma: no cover - Action is a closed union
                 raise TypeError(f"unknown action {action!r}")
 

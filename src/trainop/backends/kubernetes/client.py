@@ -20,7 +20,7 @@ import platform
 import ssl
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -215,6 +215,20 @@ class Activity:
         return 0.0 if self.inflight else self._clock() - self.last_done
 
 
+@contextlib.contextmanager
+def _in_flight(activity: Activity | None, priority: int) -> Iterator[None]:
+    """Count the enclosed request (its wait for a token included) in ``activity``, unless an Event."""
+    if activity is None or priority >= PRIORITY_EVENT:
+        yield
+        return
+    activity.inflight += 1
+    try:
+        yield
+    finally:
+        activity.inflight -= 1
+        activity.last_done = time.monotonic()
+
+
 class LimitedTransport(httpx.AsyncBaseTransport):
     """Waits for a token before each request and counts responses by method and status code."""
 
@@ -240,11 +254,7 @@ class LimitedTransport(httpx.AsyncBaseTransport):
         if self._user_agent:
             request.headers["User-Agent"] = self._user_agent
         priority = _priority.get()
-        track = self._activity is not None and priority < PRIORITY_EVENT
-        if track:
-            assert self._activity is not None
-            self._activity.inflight += 1
-        try:
+        with _in_flight(self._activity, priority):
             await self._limiter.acquire(priority)
             try:
                 inner = self._status_inner if priority == PRIORITY_STATUS else self._inner
@@ -252,11 +262,6 @@ class LimitedTransport(httpx.AsyncBaseTransport):
             except httpx.HTTPError:
                 self._stats.record(request.method, "<error>")
                 raise
-        finally:
-            if track:
-                assert self._activity is not None
-                self._activity.inflight -= 1
-                self._activity.last_done = time.monotonic()
         self._stats.record(request.method, str(resp.status_code))
         return resp
 
@@ -404,10 +409,7 @@ class DirectApi:
 
     async def _send(self, method: str, target: str, body: Any, content_type: str) -> tuple[int, bytes]:
         priority = _priority.get()
-        activity = self._activity if priority < PRIORITY_EVENT else None
-        if activity is not None:
-            activity.inflight += 1
-        try:
+        with _in_flight(self._activity, priority):
             await self._limiter.acquire(priority)
             # Encoded once it holds its token: a burst's waiting requests do not each hold their bytes
             # (1,002 creates for one job of 500 workers).
@@ -418,10 +420,6 @@ class DirectApi:
             except http1.TransportError as exc:
                 self._stats.record(method, "<error>")
                 raise _transport_error(exc) from exc
-        finally:
-            if activity is not None:
-                activity.inflight -= 1
-                activity.last_done = time.monotonic()
         self._stats.record(method, str(code))
         return code, answer
 
@@ -713,6 +711,30 @@ def set_watch_idle_timeout(api: AsyncClient, seconds: float) -> None:
         inner._watch_timeout = httpx.Timeout(  # type: ignore[union-attr]
             connect=timeout.connect, read=seconds, write=timeout.write, pool=timeout.pool
         )
+
+
+async def tolerate(call: Awaitable[Any], *codes: int) -> bool:
+    """Await ``call``; False when the API server answered one of ``codes`` (409 AlreadyExists or
+    Conflict, 404 NotFound: what the caller counts as done already, or lost), any other error raises."""
+    try:
+        await call
+    except Exception as exc:
+        if api_status_code(exc) not in codes:
+            raise
+        return False
+    return True
+
+
+async def is_served(api: AsyncClient, resource: Any, namespace: str | None = None) -> bool:
+    """Whether the API server serves ``resource`` (listing one object answers; 404: no such CRD)."""
+    try:
+        async for _ in api.list(resource, namespace=namespace, chunk_size=1):
+            break
+    except Exception as exc:
+        if api_status_code(exc) != 404:
+            raise
+        return False
+    return True
 
 
 def api_status_code(exc: BaseException) -> int | None:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainop.backends.kubernetes import resources as r
-from trainop.backends.kubernetes.client import PRIORITY_EVENT, KubeClient, api_status_code, request_priority
+from trainop.backends.kubernetes.client import PRIORITY_EVENT, KubeClient, request_priority, tolerate
 
 log = logging.getLogger(__name__)
 
@@ -271,7 +271,6 @@ class EventRecorder:
         self._queue: asyncio.Queue[Series] = asyncio.Queue()  # bounded by the series, not the events
         self._wake = asyncio.Event()
         self._senders = senders
-        self.dropped = 0  # kept for callers; nothing is dropped any more
         self.sent = 0
 
     def record(self, obj: dict[str, Any], type_: str, reason: str, message: str, *, component: str) -> None:
@@ -330,12 +329,9 @@ class EventRecorder:
         with request_priority(PRIORITY_EVENT):
             if s.name is not None:
                 patch = {"count": count, "lastTimestamp": rfc3339(s.last), "message": s.message}
-                try:
-                    await self.client.merge_patch(r.Event, ns, s.name, patch)
+                # 404: expired (events live 1 h): create it again
+                if await tolerate(self.client.merge_patch(r.Event, ns, s.name, patch), 404):
                     return count, s.name
-                except Exception as exc:
-                    if api_status_code(exc) != 404:  # expired (events live 1 h): create it again
-                        raise
             # client-go names events <object>.<unique hex>; nanoseconds keep them unique per object.
             name = f"{s.involved.get('name')}.{time.time_ns():x}"
             await self.client.create(r.Event, ns, build_event(s, name, count))

@@ -18,7 +18,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainop.backends.kubernetes import resources as r
-from trainop.backends.kubernetes.client import PRIORITY_WRITE, KubeClient, api_status_code, request_priority
+from trainop.backends.kubernetes.client import (
+    PRIORITY_WRITE,
+    KubeClient,
+    api_status_code,
+    request_priority,
+    tolerate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +108,8 @@ class LeaderElector:
 
     async def _write(self, write: Awaitable[Any]) -> bool:
         """A create or replace of the Lease: False when another candidate wrote first (409)."""
-        try:
-            await write
-        except Exception as exc:
-            if api_status_code(exc) == 409:
-                return False
-            raise
+        if not await tolerate(write, 409):
+            return False
         self._observed_at = self._mono()
         return True
 
