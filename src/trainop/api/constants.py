@@ -10,7 +10,6 @@ VERSION: Final = "v1"
 API_VERSION: Final = "kubeflow.org/v1"
 
 # Labels (§1.2); shared with the SDK.
-LABEL_PREFIX: Final = "training.kubeflow.org/"
 LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
 LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
@@ -133,7 +132,6 @@ ENV_JAX_COORDINATOR_BIND_ADDRESS: Final = "JAX_COORDINATOR_BIND_ADDRESS"
 # deadlines, beyond upstream v1. Annotations, not spec fields, so upstream's CRDs (whose structural
 # schemas prune unknown spec fields, §1.1) accept the same manifest unchanged and upstream's operator
 # ignores them.
-ANNOTATION_PREFIX: Final = "trainop.dev/"
 ANNOTATION_FAILURE_POLICY: Final = "trainop.dev/failure-policy"  # ordered rules, YAML or JSON
 ANNOTATION_MAX_RESTARTS: Final = "trainop.dev/max-restarts"  # whole-job restarts before Failed
 ANNOTATION_RESTART_STRATEGY: Final = "trainop.dev/restart-strategy"  # Recreate | BlockingRecreate
@@ -165,26 +163,20 @@ KIND_TRAINJOB: Final = "TrainJob"
 KIND_TRAINING_RUNTIME: Final = "TrainingRuntime"
 KIND_CLUSTER_TRAINING_RUNTIME: Final = "ClusterTrainingRuntime"
 TRAINER_KINDS: Final = (KIND_TRAINJOB, KIND_TRAINING_RUNTIME, KIND_CLUSTER_TRAINING_RUNTIME)
-RUNTIME_KINDS: Final = (KIND_CLUSTER_TRAINING_RUNTIME, KIND_TRAINING_RUNTIME)
 # spec.managedBy of a TrainJob (immutable; Kueue's MultiKueue takes over the other value).
 MANAGED_BY_TRAINJOB_CONTROLLER: Final = "trainer.kubeflow.org/trainjob-controller"
 TRAINJOB_MANAGED_BY_VALUES: Final = (MANAGED_BY_TRAINJOB_CONTROLLER, MANAGED_BY_MULTIKUEUE)
 # The label that ties a runtime's replicated job to the TrainJob field that overrides it.
 LABEL_TRAINJOB_ANCESTOR: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
-LABEL_RUNTIME_FRAMEWORK: Final = "trainer.kubeflow.org/framework"
-LABEL_RUNTIME_SUPPORT: Final = "trainer.kubeflow.org/support"
 ANCESTOR_DATASET_INITIALIZER: Final = "dataset-initializer"
 ANCESTOR_MODEL_INITIALIZER: Final = "model-initializer"
 ANCESTOR_TRAINER: Final = "trainer"
-ANCESTORS: Final = (ANCESTOR_DATASET_INITIALIZER, ANCESTOR_MODEL_INITIALIZER, ANCESTOR_TRAINER)
 # The container each ancestor's job must hold (the webhook's expectedContainerNames).
 NODE: Final = "node"  # the trainer's replicated job and container
 LAUNCHER: Final = "launcher"  # MPI's launcher job
 TRAINER_PORT: Final = 29500  # constants.ContainerTrainerPort
 VOLUME_INITIALIZER: Final = "initializer"
 ENV_STORAGE_URI: Final = "STORAGE_URI"
-DATASET_MOUNT_PATH: Final = "/workspace/dataset"
-MODEL_MOUNT_PATH: Final = "/workspace/model"
 # TrainJob condition types and reasons (trainjob_types.go).
 COND_TRAINJOB_COMPLETE: Final = "Complete"
 REASON_SUSPENDED: Final = "Suspended"

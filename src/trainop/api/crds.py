@@ -1,6 +1,6 @@
 """CustomResourceDefinitions for the six kinds, generated from the pydantic models (contract §1.1, §1.2).
 
-``build_crd(kind)`` and ``render_crd(kind)`` are pure. The schemas are structural; pod templates and
+``build_crd(kind)`` and ``build_trainer_crd(kind)`` are pure. The schemas are structural; pod templates and
 other Kubernetes-owned objects are kept opaque (``x-kubernetes-preserve-unknown-fields``), so each CRD
 stays far below the 256 KiB that client-side ``kubectl apply`` can store in its annotation.
 ``python -m trainop.api.crds <outdir>`` (``make crds``) writes them; that entry point is the only I/O here.
@@ -89,8 +89,6 @@ def build_crd(kind: str) -> dict[str, Any]:
     props["spec"]["required"] = [info.replica_map]  # §1.1: only the replica map is required
     schema.pop("required", None)
 
-    state = {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"}
-    age = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
     subresources: dict[str, Any] = {"status": {}}
     if info.scalable:
         subresources["scale"] = {
@@ -98,40 +96,45 @@ def build_crd(kind: str) -> dict[str, Any]:
             "statusReplicasPath": ".status.replicaStatuses.Worker.active",
             "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
         }
+    version = {
+        "name": VERSION,
+        "served": True,
+        "storage": True,
+        # §1.1: some kinds (MPIJob) list Age first.
+        "additionalPrinterColumns": [_AGE, _STATE] if info.age_column_first else [_STATE, _AGE],
+        "schema": {"openAPIV3Schema": schema},
+        "subresources": subresources,
+    }
+    return _crd(GROUP, kind, info.plural, info.singular, "Namespaced", version)
+
+
+_STATE = {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"}
+_AGE = {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
+
+
+def _crd(
+    group: str, kind: str, plural: str, singular: str, scope: str, version: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{info.plural}.{GROUP}"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": info.plural,
-                "singular": info.singular,
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    # §1.1: some kinds (MPIJob) list Age first.
-                    "additionalPrinterColumns": [age, state] if info.age_column_first else [state, age],
-                    "schema": {"openAPIV3Schema": schema},
-                    "subresources": subresources,
-                }
-            ],
+            "group": group,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": singular},
+            "scope": scope,
+            "versions": [version],
         },
     }
 
 
-def render_crd(kind: str) -> str:
-    """The CRD as YAML text: sorted keys, so the output is byte-for-byte stable."""
-    body = yaml.safe_dump(
-        build_crd(kind), sort_keys=True, default_flow_style=False, width=110, allow_unicode=True
+def _render(crd: dict[str, Any]) -> str:
+    """A CRD as YAML text: sorted keys, so the output is byte-for-byte stable."""
+    return (
+        HEADER
+        + "---\n"
+        + yaml.safe_dump(crd, sort_keys=True, default_flow_style=False, width=110, allow_unicode=True)
     )
-    return HEADER + "---\n" + body
 
 
 def crd_filename(info: KindInfo) -> str:
@@ -260,29 +263,9 @@ def build_trainer_crd(kind: str) -> dict[str, Any]:
         "schema": {"openAPIV3Schema": schema},
     }
     if kind == KIND_TRAINJOB:
-        version["additionalPrinterColumns"] = [
-            {"jsonPath": ".status.conditions[-1:].type", "name": "State", "type": "string"},
-            {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"},
-        ]
+        version["additionalPrinterColumns"] = [_STATE, _AGE]
         version["subresources"] = {"status": {}}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{TRAINER_GROUP}"},
-        "spec": {
-            "group": TRAINER_GROUP,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": singular},
-            "scope": scope,
-            "versions": [version],
-        },
-    }
-
-
-def render_trainer_crd(kind: str) -> str:
-    body = yaml.safe_dump(
-        build_trainer_crd(kind), sort_keys=True, default_flow_style=False, width=110, allow_unicode=True
-    )
-    return HEADER + "---\n" + body
+    return _crd(TRAINER_GROUP, kind, plural, singular, scope, version)
 
 
 def trainer_crd_filename(kind: str) -> str:
@@ -304,8 +287,8 @@ def render_kustomization() -> str:
 
 def build_files() -> dict[str, str]:
     """File name → content for the whole manifests/crds directory."""
-    files = {crd_filename(KIND_INFO[kind]): render_crd(kind) for kind in KIND_INFO}
-    files.update({trainer_crd_filename(kind): render_trainer_crd(kind) for kind in _TRAINER_NAMES})
+    files = {crd_filename(KIND_INFO[kind]): _render(build_crd(kind)) for kind in KIND_INFO}
+    files.update({trainer_crd_filename(kind): _render(build_trainer_crd(kind)) for kind in _TRAINER_NAMES})
     files[KUSTOMIZATION] = render_kustomization()
     return files
 

@@ -112,10 +112,6 @@ class FailurePolicy:
     # The annotations it was read from, for messages and ``render``.
     source: tuple[str, ...] = field(default=())
 
-    @property
-    def has_rules(self) -> bool:
-        return bool(self.rules)
-
     def to_dict(self) -> dict[str, Any]:
         """The effective policy as ``render``/``describe`` show it (defaults filled in)."""
         out: dict[str, Any] = {

@@ -56,9 +56,6 @@ class KindInfo:
     def singular(self) -> str:
         return self.kind.lower()
 
-    def zero_replicas_allowed(self, rtype: str) -> bool:
-        return (rtype, 0) in self.replica_defaults
-
 
 class RDZVConf(KubeModel):
     key: str | None = None

@@ -8,15 +8,14 @@ UTF-8 (or UTF-16/32 with a BOM). Pure: takes text or dicts, reads files only in 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
 
-from trainop.api.common import TrainingJob
+from trainop.api.common import KubeModel, TrainingJob
 from trainop.api.constants import API_VERSION
 from trainop.api.errors import FieldError, InvalidJobError, not_supported, render_value
 from trainop.api.kinds import JOB_MODELS
@@ -26,6 +25,7 @@ try:  # libyaml: 10 MB scalars in 0.2 s where the pure-Python loader takes 7 to 
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
+_M = TypeVar("_M", bound=KubeModel)
 MAX_MANIFEST_BYTES = 3 * 1024 * 1024  # the Kubernetes API server refuses larger request bodies
 MAX_DEPTH = 100  # a pod template's deepest field (affinity terms) is about 15 levels down
 MAX_VALUES = 100_000  # scalars and collections, aliases expanded; a large real job has a few thousand
@@ -79,20 +79,12 @@ def errors_from_pydantic(exc: ValidationError) -> list[FieldError]:
 
 def _explain(kind: str, value: Any, error: Any) -> str:
     """A message for one pydantic error type that says what the field needs."""
+    from trainop.api.podschema import DATE_TIME_MSG, SCALAR_CHECKS  # off the operator's hot start
+
     ctx = error.get("ctx") or {}
-    if kind == "int_type":
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return f"must be an integer: write {value.strip()} without quotes"
-        return "must be an integer"
-    if kind == "bool_type":
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return f"must be a boolean: write {value.strip().lower()} without quotes"
-        return "must be a boolean (true or false)"
-    if kind == "string_type":
-        if isinstance(value, int | float | bool):
-            shown = json.dumps(value)
-            return f'must be a string: quote it, "{shown}"'
-        return "must be a string"
+    scalar = {"int_type": "integer", "bool_type": "boolean", "string_type": "string"}.get(kind)
+    if scalar is not None:  # the words a pod template's field of that type gets (api/podschema.py)
+        return SCALAR_CHECKS[scalar](value) or str(error["msg"])
     if kind in ("dict_type", "model_type", "model_attributes_type"):
         return "must be an object (a mapping of fields)"
     if kind == "list_type":
@@ -102,7 +94,7 @@ def _explain(kind: str, value: Any, error: Any) -> str:
     if kind == "greater_than_equal":
         return f"must be greater than or equal to {ctx.get('ge')}"
     if kind.startswith(("datetime_", "date_")):
-        return "must be an RFC 3339 date-time, e.g. 2024-01-01T00:00:00Z"
+        return DATE_TIME_MSG
     return str(error["msg"])
 
 
@@ -123,18 +115,26 @@ def parse_job(obj: Any) -> TrainingJob:
                 [FieldError("kind", "Required value: must be one of " + _quoted(JOB_MODELS))]
             )
         raise InvalidJobError([not_supported("kind", kind, list(JOB_MODELS))])
-    api_version = obj.get("apiVersion")
-    if api_version != API_VERSION:
-        if api_version is None:
-            raise InvalidJobError(
-                [FieldError("apiVersion", f'Required value: must be "{API_VERSION}"')], kind=str(kind)
-            )
-        raise InvalidJobError([not_supported("apiVersion", api_version, [API_VERSION])], kind=str(kind))
-    name = str((obj.get("metadata") or {}).get("name", "")) if isinstance(obj.get("metadata"), dict) else ""
+    return parse_model(JOB_MODELS[kind], obj, API_VERSION)
+
+
+def parse_model(model: type[_M], obj: dict[str, Any], api_version: str) -> _M:
+    """``obj`` (of a known kind) → ``model``, once its apiVersion is ``api_version``; InvalidJobError
+    with field paths otherwise."""
+    kind = str(obj.get("kind"))
+    got = obj.get("apiVersion")
+    if got != api_version:
+        if got is None:
+            error = FieldError("apiVersion", f'Required value: must be "{api_version}"')
+        else:
+            error = not_supported("apiVersion", got, [api_version])
+        raise InvalidJobError([error], kind=kind)
+    meta = obj.get("metadata")
+    name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
     try:
-        return JOB_MODELS[kind].model_validate(obj, by_alias=True, by_name=False)
+        return model.model_validate(obj, by_alias=True, by_name=False)
     except ValidationError as exc:
-        raise InvalidJobError(errors_from_pydantic(exc), kind=str(kind), name=name) from None
+        raise InvalidJobError(errors_from_pydantic(exc), kind=kind, name=name) from None
 
 
 def _quoted(values: Iterable[str]) -> str:
@@ -392,8 +392,3 @@ def _at(mark: Any) -> str:
 
 def _whole(source: str, message: str) -> ManifestError:
     return ManifestError([FieldError("", f"{source}: {message}" if source else message)], source=source)
-
-
-def dump_job(job: TrainingJob) -> dict[str, Any]:
-    """The job as Kubernetes JSON, camelCase, unset fields omitted."""
-    return job.to_dict()

@@ -19,6 +19,14 @@ DNS1123_LABEL_MSG = (
     "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
     f"'{DNS1123_LABEL_FMT}')"
 )
+DNS1123_SUBDOMAIN_MAX = 253
+_DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + "(\\." + DNS1123_LABEL_FMT + ")*"
+DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
+DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    f"'{_DNS1123_SUBDOMAIN_FMT}')"
+)
 
 
 def is_dns1123_label(value: object) -> bool:

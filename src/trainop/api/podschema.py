@@ -26,6 +26,7 @@ _QUANTITY_MSG = (
     "(quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"
 )
 _SHOWN_MAX = 60  # characters of a bad value quoted in a message
+DATE_TIME_MSG = "must be an RFC 3339 date-time, e.g. 2024-01-01T00:00:00Z"
 
 
 @cache
@@ -56,8 +57,8 @@ def check_value(value: Any, typ: str, path: str, errs: list[FieldError]) -> None
         _check_list(value, typ[2:], path, errs)
     elif typ.startswith("map[string]"):
         _check_map(value, typ[len("map[string]") :], path, errs)
-    elif typ in _SCALAR_CHECKS:
-        message = _SCALAR_CHECKS[typ](value)
+    elif typ in SCALAR_CHECKS:
+        message = SCALAR_CHECKS[typ](value)
         if message is not None:
             errs.append(FieldError(path, f"Invalid value: {_shown(value)}: {message}"))
     else:
@@ -152,7 +153,7 @@ def _date_time(value: Any) -> str | None:
     # YAML reads an unquoted timestamp as a datetime, which JSON writes as the string it was.
     if isinstance(value, str) or type(value).__name__ in ("datetime", "date"):
         return None
-    return "must be an RFC 3339 date-time, e.g. 2024-01-01T00:00:00Z"
+    return DATE_TIME_MSG
 
 
 def _int_or_string(value: Any) -> str | None:
@@ -171,7 +172,7 @@ def _any(value: Any) -> str | None:
     return None
 
 
-_SCALAR_CHECKS = {
+SCALAR_CHECKS = {
     "string": _string,
     "integer": _integer,
     "number": _number,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pydantic import BaseModel
 
 from trainop.api.common import ReplicaSpec, TrainingJob
-from trainop.api.constants import MANAGED_BY_VALUES
+from trainop.api.constants import LABEL_KUEUE_QUEUE, MANAGED_BY_VALUES
 from trainop.api.errors import FieldError, invalid, not_supported, required
 
 if TYPE_CHECKING:
@@ -135,6 +135,15 @@ def replica_specs_common(
             name = f'"{info.default_container}"' if quote_container else info.default_container
             errs.append(required(cpath, f"must have at least one container with name {name}"))
     return errs
+
+
+def detect_queue_name(job: TrainingJob) -> str:
+    """Kueue's QueueName: the label, else the deprecated annotation of the same key ("" when neither)."""
+    for values in (job.metadata.labels, job.metadata.annotations):
+        value = (values or {}).get(LABEL_KUEUE_QUEUE)
+        if value:
+            return str(value)
+    return ""
 
 
 def copy_model(model: _Model) -> _Model:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import ValidationError
-
 from trainop.api.common import KubeModel
 from trainop.api.constants import (
     ANCESTOR_DATASET_INITIALIZER,
@@ -29,7 +27,8 @@ from trainop.api.constants import (
     TRAINJOB_MANAGED_BY_VALUES,
 )
 from trainop.api.errors import FieldError, InvalidJobError, invalid, not_supported, render_value
-from trainop.api.load import errors_from_pydantic
+from trainop.api.load import parse_model
+from trainop.api.names import DNS1123_SUBDOMAIN_MAX, DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_RE
 from trainop.api.rules import copy_model
 from trainop.api.trainer import (
     TRAINER_MODELS,
@@ -59,7 +58,6 @@ ANCESTOR_CONTAINERS = {
 }
 _RFC1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def is_trainer_object(obj: Any) -> bool:
@@ -69,20 +67,7 @@ def is_trainer_object(obj: Any) -> bool:
 
 def parse_trainer_object(obj: dict[str, Any]) -> TrainJob | TrainingRuntime:
     """A TrainJob, TrainingRuntime or ClusterTrainingRuntime manifest → its model (not defaulted)."""
-    kind = str(obj.get("kind"))
-    api_version = obj.get("apiVersion")
-    if api_version != TRAINER_API_VERSION:
-        if api_version is None:
-            error = FieldError("apiVersion", f'Required value: must be "{TRAINER_API_VERSION}"')
-        else:
-            error = not_supported("apiVersion", api_version, [TRAINER_API_VERSION])
-        raise InvalidJobError([error], kind=kind)
-    meta = obj.get("metadata")
-    name = str(meta.get("name", "")) if isinstance(meta, dict) else ""
-    try:
-        model = TRAINER_MODELS[kind].model_validate(obj, by_alias=True, by_name=False)
-    except ValidationError as exc:
-        raise InvalidJobError(errors_from_pydantic(exc), kind=kind, name=name) from None
+    model = parse_model(TRAINER_MODELS[str(obj.get("kind"))], obj, TRAINER_API_VERSION)
     assert isinstance(model, TrainJob | TrainingRuntime)
     return model
 
@@ -303,17 +288,8 @@ def _domain_prefixed_path(path: str, value: str) -> list[FieldError]:
     if not sep or not host:
         return [invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
     errs = []
-    if not _DNS1123_SUBDOMAIN.match(host) or len(host) > 253:
-        errs.append(
-            invalid(
-                path,
-                host,
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-                "'.', "
-                "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-                "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-            )
-        )
+    if not DNS1123_SUBDOMAIN_RE.match(host) or len(host) > DNS1123_SUBDOMAIN_MAX:
+        errs.append(invalid(path, host, DNS1123_SUBDOMAIN_MSG))
     if not re.fullmatch(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+", rest or "/"):
         errs.append(invalid(path, value, "Segment of the path must be valid path characters"))
     return errs
@@ -321,20 +297,14 @@ def _domain_prefixed_path(path: str, value: str) -> list[FieldError]:
 
 def _immutable(new: TrainJobSpec, old: TrainJobSpec) -> list[FieldError]:
     errs: list[FieldError] = []
-    for field, alias in (
-        ("runtime_ref", "runtimeRef"),
-        ("initializer", "initializer"),
-        ("trainer", "trainer"),
-        ("active_deadline_seconds", "activeDeadlineSeconds"),
-        ("managed_by", "managedBy"),
+    for field, alias, type_name in (
+        ("runtime_ref", "runtimeRef", "object"),
+        ("initializer", "initializer", "object"),
+        ("trainer", "trainer", "object"),
+        ("active_deadline_seconds", "activeDeadlineSeconds", "integer"),
+        ("managed_by", "managedBy", "string"),
     ):
-        a, b = getattr(new, field), getattr(old, field)
-        if _dump(a) != _dump(b):
-            type_name = (
-                "integer"
-                if field == "active_deadline_seconds"
-                else ("string" if field == "managed_by" else "object")
-            )
+        if _dump(getattr(new, field)) != _dump(getattr(old, field)):
             errs.append(_cel(f"spec.{alias}", type_name, "field is immutable"))
     return errs
 

@@ -10,7 +10,6 @@ never mutates the job.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -31,10 +30,12 @@ from trainop.api.errors import (
 from trainop.api.failure_policy import validate_failure_policy
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
+from trainop.api.names import DNS1123_SUBDOMAIN_MAX, DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_RE
 from trainop.api.podschema import template_errors, unknown_field_message
 from trainop.api.rules import (
     DNS1035_LABEL_MAX,
     at_least,
+    detect_queue_name,
     dns1035_label_errors,
     key_path,
     max_len_error,
@@ -42,14 +43,6 @@ from trainop.api.rules import (
 
 # --- apimachinery's name rules (k8s.io/apimachinery/pkg/util/validation) -----------------------------
 
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    f"'{_DNS1123_SUBDOMAIN_FMT}')"
-)
 LABEL_VALUE_MAX = 63
 # The API server keeps generateName prefixes to 58 characters and appends 5 random ones.
 _GENERATED_PREFIX_MAX = 58
@@ -166,8 +159,8 @@ def _validate_pod_name(path: str, name: str, value: str) -> list[FieldError]:
     # subdomains, which the API server checks for us on Kubernetes, not on the local backend) and the
     # job-name label value (63 max).
     errs: list[FieldError] = []
-    if not _DNS1123_SUBDOMAIN_RE.match(name):
-        errs.append(invalid(path, value, _DNS1123_SUBDOMAIN_MSG))
+    if not DNS1123_SUBDOMAIN_RE.match(name):
+        errs.append(invalid(path, value, DNS1123_SUBDOMAIN_MSG))
     if len(name.encode()) > LABEL_VALUE_MAX:
         over = len(name.encode()) - LABEL_VALUE_MAX
         errs.append(
@@ -200,9 +193,6 @@ def _validate_queue_immutable(job: TrainingJob, old: TrainingJob | None) -> list
     ]
 
 
-_DNS1123_SUBDOMAIN_MAX = 253
-
-
 def _validate_kueue_queue_name(job: TrainingJob, old: TrainingJob | None) -> list[FieldError]:
     """Kueue's job webhook (pkg/controller/jobframework/validation.go), which a cluster without Kueue
     never runs: ``kueue.x-k8s.io/queue-name`` (a label, or the deprecated annotation of the same key)
@@ -213,13 +203,13 @@ def _validate_kueue_queue_name(job: TrainingJob, old: TrainingJob | None) -> lis
         value = (values or {}).get(LABEL_KUEUE_QUEUE)
         if value is None:
             continue
-        reasons = [max_len_error(_DNS1123_SUBDOMAIN_MAX)] if len(value) > _DNS1123_SUBDOMAIN_MAX else []
-        if not _DNS1123_SUBDOMAIN_RE.match(value):
-            reasons.append(_DNS1123_SUBDOMAIN_MSG)
+        reasons = [max_len_error(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+        if not DNS1123_SUBDOMAIN_RE.match(value):
+            reasons.append(DNS1123_SUBDOMAIN_MSG)
         if reasons:
             errs.append(invalid(f"metadata.{where}[{LABEL_KUEUE_QUEUE}]", value, ",".join(reasons)))
     if old is not None and job.run_policy.suspend is not True:
-        new_q, old_q = _kueue_queue(job), _kueue_queue(old)
+        new_q, old_q = detect_queue_name(job), detect_queue_name(old)
         if new_q != old_q:
             errs.append(
                 invalid(
@@ -230,14 +220,6 @@ def _validate_kueue_queue_name(job: TrainingJob, old: TrainingJob | None) -> lis
                 )
             )
     return errs
-
-
-def _kueue_queue(job: TrainingJob) -> str:
-    """Kueue's QueueName: the label, else the deprecated annotation ("" when neither is set)."""
-    for values in (job.metadata.labels, job.metadata.annotations):
-        if (values or {}).get(LABEL_KUEUE_QUEUE):
-            return (values or {})[LABEL_KUEUE_QUEUE]
-    return ""
 
 
 def _validate_run_policy(job: TrainingJob) -> list[FieldError]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from trainop.api.kinds import KindInfo
-from trainop.core.plan import ERROR_PLACEHOLDER, CreateObject, DeleteJob, DeleteObject, Event, UpdateObject
+from trainop.core.plan import ERROR_PLACEHOLDER, CreateObject, DeleteJob, DeleteObject, Event
 from trainop.core.pods import compute_restart_count, detect_name, detect_uid
 
 NORMAL: Final[Literal["Normal"]] = "Normal"
@@ -34,10 +34,6 @@ def build_create_action(info: KindInfo, obj: dict[str, Any]) -> CreateObject:
             on_error=Event(WARNING, "FailedCreateService", f"Error creating: {ERROR_PLACEHOLDER}"),
         )
     return CreateObject(obj)
-
-
-def build_update_action(obj: dict[str, Any]) -> UpdateObject:
-    return UpdateObject(obj)
 
 
 def build_delete_action(kind: str, name: str) -> DeleteObject:

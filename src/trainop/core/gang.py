@@ -9,6 +9,7 @@ the objects through the Plan. No I/O, no clock.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -110,30 +111,39 @@ def compute_min_resources(
     if policy is not None and policy.min_resources is not None:
         return {str(k): str(v) for k, v in policy.min_resources.items()}
     priorities = priorities or {}
-    canonical = {t.lower(): i for i, t in enumerate(KIND_INFO[job.kind].replica_types)}
+    canonical = _canonical_rank(job)
     order = sorted(
         job.replica_specs.items(),
         key=lambda item: (
             -priorities.get(str(item[1].pod_spec.get("priorityClassName") or ""), 0),
-            canonical.get(item[0].lower(), len(canonical)),
+            canonical(item[0]),
         ),
     )
     totals: dict[str, list[tuple[Decimal, str]]] = {}
     counted = 0
     for _, spec in order:
         replicas = 1 if spec.replicas is None else int(spec.replicas)
-        for _ in range(replicas):
-            if counted >= min_member:
-                break
+        for _ in range(min(replicas, min_member - counted)):
             counted += 1
-            for container in spec.containers:
-                res = container.get("resources") or {}
-                requests = res.get("requests")
-                for name, value in (requests if requests is not None else res.get("limits") or {}).items():
-                    totals.setdefault(str(name), []).append((_parse_quantity(str(value)), str(value)))
+            _add_requests(totals, spec.containers)
     if not totals:
         return None
     return {name: _format_sum(values) for name, values in totals.items()}
+
+
+def _canonical_rank(job: TrainingJob) -> Callable[[str], int]:
+    """A replica type's place in the kind's canonical order (``KindInfo.replica_types``); others last."""
+    canonical = {t.lower(): i for i, t in enumerate(KIND_INFO[job.kind].replica_types)}
+    return lambda rtype: canonical.get(rtype.lower(), len(canonical))
+
+
+def _add_requests(totals: dict[str, list[tuple[Decimal, str]]], containers: list[dict[str, Any]]) -> None:
+    """One pod's containers' ``requests`` (``limits`` for a container without requests), as upstream."""
+    for container in containers:
+        res = container.get("resources") or {}
+        requests = res.get("requests")
+        for name, value in (requests if requests is not None else res.get("limits") or {}).items():
+            totals.setdefault(str(name), []).append((compute_quantity(str(value)), str(value)))
 
 
 def build_pod_group(
@@ -223,8 +233,7 @@ def compute_task_group_members(job: TrainingJob) -> dict[str, int]:
     ``schedulingPolicy.minAvailable`` the job's minimum is handed out in the kind's canonical replica
     type order (``KindInfo.replica_types``: Master before Worker, PS and Worker before Chief), so a type
     may get fewer than its replicas, or 0."""
-    canonical = {t.lower(): i for i, t in enumerate(KIND_INFO[job.kind].replica_types)}
-    order = sorted(job.replica_specs, key=lambda t: canonical.get(t.lower(), len(canonical)))
+    order = sorted(job.replica_specs, key=_canonical_rank(job))
     left = compute_min_member(job)
     members: dict[str, int] = {}
     for rtype in order:
@@ -239,11 +248,7 @@ def compute_pod_requests(containers: list[dict[str, Any]]) -> dict[str, str]:
     """One pod's resources: its containers' ``requests`` summed (``limits`` for a container without
     requests, as a PodGroup's minResources counts them)."""
     totals: dict[str, list[tuple[Decimal, str]]] = {}
-    for container in containers:
-        res = container.get("resources") or {}
-        requests = res.get("requests")
-        for name, value in (requests if requests is not None else res.get("limits") or {}).items():
-            totals.setdefault(str(name), []).append((_parse_quantity(str(value)), str(value)))
+    _add_requests(totals, containers)
     return {name: _format_sum(values) for name, values in totals.items()}
 
 
@@ -300,7 +305,8 @@ _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), ""
             "P": Decimal(10**15), "E": Decimal(10**18)}  # fmt: skip
 
 
-def _parse_quantity(text: str) -> Decimal:
+def compute_quantity(text: str) -> Decimal:
+    """A Kubernetes quantity (``500m``, ``2Gi``, ``4``) as a Decimal; ValueError when malformed."""
     text = text.strip()
     for suffix, factor in _BINARY.items():
         if text.endswith(suffix):
@@ -311,11 +317,6 @@ def _parse_quantity(text: str) -> Decimal:
         return Decimal(text)
     except InvalidOperation as exc:
         raise ValueError(f"invalid resource quantity {text!r}") from exc
-
-
-def compute_quantity(text: str) -> Decimal:
-    """A Kubernetes quantity (``500m``, ``2Gi``, ``4``) as a Decimal; ValueError when malformed."""
-    return _parse_quantity(text)
 
 
 def _format_sum(values: list[tuple[Decimal, str]]) -> str:

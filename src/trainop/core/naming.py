@@ -10,7 +10,6 @@ from typing import Any
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import (
-    API_VERSION,
     JOB_ROLE_MASTER,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
@@ -19,6 +18,7 @@ from trainop.api.constants import (
     LABEL_REPLICA_TYPE,
 )
 from trainop.api.kinds import KindInfo
+from trainop.api.trainer import TrainJob
 from trainop.core.topology import replica_name
 
 __all__ = [
@@ -64,10 +64,10 @@ def build_selector(info: KindInfo, job_name: str, rtype: str) -> str:
     )
 
 
-def build_owner_reference(job: TrainingJob) -> dict[str, Any]:
-    """The single controller ownerReference on every object a job owns (§6.2)."""
+def build_owner_reference(job: TrainingJob | TrainJob) -> dict[str, Any]:
+    """The single controller ownerReference on every object a job (v1, or a TrainJob) owns (§6.2)."""
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": job.api_version,
         "kind": job.kind,
         "name": job.name,
         "uid": job.metadata.uid or "",

@@ -129,13 +129,13 @@ class PassState:
             return False  # most passes: the condition holds already (no need to build it)
         return set_condition(self.status, build_condition(ctype, status, reason, message, self.stamp))
 
-    def fail_job(self, word: str, message: str) -> None:
-        """Failed with reason ``<Kind><word>`` (completionTime set, a Warning event, jobs_failed); the
-        caller then runs cleanup as for backoffLimit (§4.7: Failed first, then cleanPodPolicy)."""
+    def fail_job(self, word: str, message: str, event_type: str = "Warning") -> None:
+        """Failed with reason ``<Kind><word>`` (completionTime set, an event, jobs_failed); the caller
+        then runs cleanup as for backoffLimit (§4.7: Failed first, then cleanPodPolicy)."""
         if self.status.completion_time is None:
             self.status.completion_time = self.stamp
         reason = f"{self.kind}{word}"
-        self.event("Warning", reason, message)
+        self.event(event_type, reason, message)
         if self.set_condition(COND_FAILED, TRUE, reason, message):
             self.plan.metrics.append(METRIC_FAILED)
 

@@ -87,7 +87,7 @@ def detect_replica_pods(
     ]
 
 
-def detect_exit_code(pod: dict[str, Any], container: str) -> int:
+def detect_exit_code(pod: Mapping[str, Any], container: str) -> int:
     """The exit code of ``container`` if it has terminated, else the 0xbeef sentinel (§4.5)."""
     code = EXIT_CODE_UNSET
     for cs in (pod.get("status") or _EMPTY).get("containerStatuses") or ():

@@ -10,17 +10,9 @@ from __future__ import annotations
 from trainop.api.common import TrainingJob
 from trainop.api.constants import API_VERSION, LABEL_KUEUE_QUEUE
 from trainop.api.kinds import KindInfo
+from trainop.api.rules import detect_queue_name
 
 REASON_QUEUE_NOT_MANAGED = "QueueNotManaged"
-
-
-def detect_queue_name(job: TrainingJob) -> str:
-    """Kueue's QueueName: the label, else the deprecated annotation of the same key ("" when neither)."""
-    for values in (job.metadata.labels, job.metadata.annotations):
-        value = (values or {}).get(LABEL_KUEUE_QUEUE)
-        if value:
-            return str(value)
-    return ""
 
 
 def build_queue_not_managed_message(job: TrainingJob, info: KindInfo) -> str | None:

@@ -41,7 +41,7 @@ from trainop.core.pass_state import (
     copy_status,
 )
 from trainop.core.pass_status import update_status
-from trainop.core.plan import CreateObject, Plan
+from trainop.core.plan import CreateObject, Plan, UpdateObject
 from trainop.core.plugin import FrameworkPlugin
 from trainop.core.pods import (
     PHASE_FAILED,
@@ -342,12 +342,7 @@ class _Pass(PassState):
                 message = build_deadline_message(self.name)
         if message is None:
             return False
-        if self.status.completion_time is None:
-            self.status.completion_time = self.stamp
-        reason = f"{self.kind}Failed"
-        self.event("Normal", reason, message)
-        if self.set_condition(COND_FAILED, TRUE, reason, message):
-            self.plan.metrics.append(METRIC_FAILED)
+        self.fail_job("Failed", message, event_type="Normal")
         return True
 
     def _reconcile_failed_pods(self) -> None:
@@ -409,7 +404,7 @@ class _Pass(PassState):
             if current is None:
                 self.act(ev.build_create_action(self.info, obj))
             elif detect_drift(obj, current):
-                self.act(ev.build_update_action(obj))
+                self.act(UpdateObject(obj))
 
     def _reconcile_pods(self, replica: ReplicaView) -> None:
         """§3.1: create the missing pods, delete those past ``replicas`` (scale-down)."""
@@ -421,10 +416,7 @@ class _Pass(PassState):
             else:
                 self._create_pod(replica, index, name)
         if len(observed) > present:  # some observed pods are not wanted
-            wanted = {name for _, name in replica.wanted}
-            for name, pod in observed.items():
-                if name not in wanted and not pod.deleting:
-                    self.delete("Pod", name)
+            self._delete_unwanted("Pod", replica, [n for n, p in observed.items() if not p.deleting])
 
     def _create_pod(self, replica: ReplicaView, index: int, name: str) -> None:
         job, plugin = self.job, self.plugin
@@ -478,10 +470,16 @@ class _Pass(PassState):
             svc = build_service(self.job, self.info, replica.rtype, index, name=name, ports=ports)
             self.act(ev.build_create_action(self.info, svc))
         if len(observed) > present:  # some observed Services are not wanted
-            wanted = {name for _, name in replica.wanted}
-            for name, svc in observed.items():
-                if name not in wanted and not detect_deleting(svc):
-                    self.delete("Service", name)
+            self._delete_unwanted(
+                "Service", replica, [n for n, s in observed.items() if not detect_deleting(s)]
+            )
+
+    def _delete_unwanted(self, kind: str, replica: ReplicaView, names: list[str]) -> None:
+        """Scale-down: delete those of ``names`` (observed, not terminating) past ``replicas``."""
+        wanted = {name for _, name in replica.wanted}
+        for name in names:
+            if name not in wanted:
+                self.delete(kind, name)
 
     def _requeue_at_deadline(self) -> None:
         """A real activeDeadlineSeconds (§9.4): come back when it expires, not on the next event."""

@@ -27,6 +27,16 @@ def as_utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+def parse_time(value: object) -> datetime | None:
+    """A Kubernetes timestamp string (``...Z``) as an aware datetime; None when absent or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return as_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except ValueError:
+        return None
+
+
 def build_condition(ctype: str, status: str, reason: str, message: str, now: datetime) -> JobCondition:
     """A new condition stamped ``now`` (both timestamps, as upstream's newCondition)."""
     return JobCondition(

@@ -27,14 +27,12 @@ from trainop.api.constants import (
     ENV_STORAGE_URI,
     KIND_CLUSTER_TRAINING_RUNTIME,
     KIND_TRAINING_RUNTIME,
-    KIND_TRAINJOB,
     LABEL_JOB_COMPLETION_INDEX,
     LABEL_JOB_INDEX,
     LABEL_JOBSET_NAME,
     LABEL_REPLICATED_JOB_NAME,
     LABEL_TRAINJOB_ANCESTOR,
     NODE,
-    TRAINER_API_VERSION,
     TRAINER_GROUP,
     VOLUME_INITIALIZER,
 )
@@ -42,6 +40,7 @@ from trainop.api.errors import FieldError, invalid
 from trainop.api.trainer import TrainingRuntime, TrainJob
 from trainop.api.trainer_rules import default_runtime, default_trainjob
 from trainop.core.gang import LABEL_PLUGINS_POD_GROUP, PLUGINS_API_VERSION, POD_GROUP_KIND, compute_quantity
+from trainop.core.naming import build_owner_reference
 
 # --- what the resolver produces -------------------------------------------------------------------------
 
@@ -93,8 +92,18 @@ class PodPlan:
     pod: dict[str, Any]
 
 
+class _StepLookup:
+    steps: list[Step]
+
+    def step(self, name: str) -> Step | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    def step_by_ancestor(self, ancestor: str) -> Step | None:
+        return next((s for s in self.steps if s.ancestor == ancestor), None)
+
+
 @dataclass
-class ResolvedTrainJob:
+class ResolvedTrainJob(_StepLookup):
     job: TrainJob  # defaulted
     runtime: TrainingRuntime  # defaulted, as named by runtimeRef
     policy: str | None  # the mlPolicy source: torch, mpi, jax, xgboost …
@@ -108,12 +117,6 @@ class ResolvedTrainJob:
     success_targets: tuple[str, ...] = ()
     publish_not_ready: bool = False
     claims: dict[str, str] = field(default_factory=dict)  # claim template name -> PVC name
-
-    def step(self, name: str) -> Step | None:
-        return next((s for s in self.steps if s.name == name), None)
-
-    def step_by_ancestor(self, ancestor: str) -> Step | None:
-        return next((s for s in self.steps if s.ancestor == ancestor), None)
 
     def order(self) -> list[list[str]]:
         """The steps in waves: each wave's steps depend only on earlier waves (initializers before the
@@ -243,7 +246,7 @@ class LoopbackTrainJobTopology:
 
 
 @dataclass
-class PolicyContext:
+class PolicyContext(_StepLookup):
     """What an ML policy reads and edits: the defaulted job and runtime, the steps being built (their
     ``count`` and templates are the policy's to change) and the topology."""
 
@@ -252,17 +255,6 @@ class PolicyContext:
     steps: list[Step]
     topology: TrainJobTopology
     objects: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def policy(self) -> Any:
-        ml = self.runtime.spec.ml_policy
-        return ml
-
-    def step_by_ancestor(self, ancestor: str) -> Step | None:
-        return next((s for s in self.steps if s.ancestor == ancestor), None)
-
-    def step(self, name: str) -> Step | None:
-        return next((s for s in self.steps if s.name == name), None)
 
     def trainer_container(self) -> dict[str, Any] | None:
         step = self.step_by_ancestor(ANCESTOR_TRAINER)
@@ -313,13 +305,7 @@ def upsert_env(container: dict[str, Any], entries: Sequence[Mapping[str, Any]]) 
     """Set each entry by name: replaced where the name exists (keeping its place), appended otherwise."""
     env = container.setdefault("env", [])
     for entry in entries:
-        item = dict(entry)
-        for i, old in enumerate(env):
-            if isinstance(old, dict) and old.get("name") == item.get("name"):
-                env[i] = item
-                break
-        else:
-            env.append(item)
+        upsert_named(env, entry)
 
 
 def upsert_named(items: list[Any], entry: Mapping[str, Any], key: str = "name") -> None:
@@ -517,7 +503,7 @@ def _apply_claims(resolved: ResolvedTrainJob, policies: list[Any]) -> None:
                     "metadata": {
                         "name": claim,
                         "namespace": resolved.job.namespace,
-                        "ownerReferences": [build_trainjob_owner(resolved.job)],
+                        "ownerReferences": [build_owner_reference(resolved.job)],
                     },
                     "spec": copy.deepcopy(tmpl.get("spec") or {}),
                 }
@@ -647,7 +633,7 @@ def _apply_pod_group(resolved: ResolvedTrainJob) -> None:
             "metadata": {
                 "name": resolved.job.name,
                 "namespace": resolved.job.namespace,
-                "ownerReferences": [build_trainjob_owner(resolved.job)],
+                "ownerReferences": [build_owner_reference(resolved.job)],
             },
             "spec": {
                 "minMember": members,
@@ -663,17 +649,6 @@ def _format_decimal(value: Decimal) -> str:
         return str(int(value))
     milli = value * 1000
     return f"{int(milli)}m" if milli == milli.to_integral_value() else str(value)
-
-
-def build_trainjob_owner(job: TrainJob) -> dict[str, Any]:
-    return {
-        "apiVersion": TRAINER_API_VERSION,
-        "kind": KIND_TRAINJOB,
-        "name": job.name,
-        "uid": job.metadata.uid or "",
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 # --- admission rules that need the runtime (plugins/jobset Validate) ----------------------------------
@@ -798,16 +773,12 @@ _MERGE_KEYS = {
 
 def merge_jobset_patch(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """``patch`` over ``base`` as a strategic merge patch with JobSet's and core/v1's list keys."""
-    return _merge_map(base, patch)
-
-
-def _merge_map(base: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(dict(base))
     for key, value in patch.items():
         if value is None:
             out.pop(key, None)
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge_map(out[key], value)
+            out[key] = merge_jobset_patch(out[key], value)
         elif isinstance(value, list) and key in _MERGE_KEYS and isinstance(out.get(key), list):
             out[key] = _merge_list(out[key], value, _MERGE_KEYS[key])
         else:
@@ -822,7 +793,7 @@ def _merge_list(base: list[Any], patch: list[Any], key: str) -> list[Any]:
             continue
         for i, old in enumerate(out):
             if isinstance(old, dict) and old.get(key) == item.get(key):
-                out[i] = _merge_map(old, item)
+                out[i] = merge_jobset_patch(old, item)
                 break
         else:
             out.append(copy.deepcopy(item))

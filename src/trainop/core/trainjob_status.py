@@ -35,6 +35,7 @@ from trainop.api.constants import (
     REASON_RESUMED,
     REASON_SUSPENDED,
 )
+from trainop.core.status import parse_time
 from trainop.core.trainjob import ResolvedTrainJob
 
 MESSAGE_COMPLETED = "jobset completed successfully"  # JobSet's AllJobsCompletedMessage
@@ -105,15 +106,6 @@ def is_finished(status: Mapping[str, Any]) -> bool:
         c.get("type") in (COND_TRAINJOB_COMPLETE, COND_FAILED) and c.get("status") == "True"
         for c in status.get("conditions") or []
     )
-
-
-def _parse_time(text: object) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def compute_max_restarts(resolved: ResolvedTrainJob) -> int | None:
@@ -201,7 +193,7 @@ def _check_deadline(step: _Pass) -> TrainJobPlan | None:
         return None
     resumed = _condition(step.plan.status, COND_SUSPENDED)
     start = (
-        _parse_time(resumed.get("lastTransitionTime")) if resumed else None
+        parse_time(resumed.get("lastTransitionTime")) if resumed else None
     ) or job.metadata.creation_timestamp
     if start is None:
         return None

@@ -68,17 +68,6 @@ def peer_port(job: TrainingJob, topology: Topology, info: KindInfo, rtype: str, 
     return topology.port(job, rtype, index, declared_port(job, rtype, info))
 
 
-def pod_default_exit_code(pod: Mapping[str, Any], container_name: str) -> int | None:
-    """Exit code of ``container_name``'s terminated state in ``pod`` (§4.5); None if not terminated."""
-    for cs in (pod.get("status") or {}).get("containerStatuses") or ():
-        if cs.get("name") != container_name:
-            continue
-        term = (cs.get("state") or {}).get("terminated")
-        if isinstance(term, dict) and isinstance(term.get("exitCode"), int):
-            return int(term["exitCode"])
-    return None
-
-
 # --- env injection into a pod dict (copy-on-write: templates shared with the job stay untouched) ----
 
 

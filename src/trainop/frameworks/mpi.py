@@ -56,7 +56,6 @@ from trainop.core.topology import Topology, replica_name
 from trainop.core.trainjob import (
     PolicyContext,
     Step,
-    build_trainjob_owner,
     reserved_env_error,
     upsert_env,
     upsert_named,
@@ -86,7 +85,6 @@ KUBEXEC_SCRIPT = "kubexec.sh"
 DISCOVER_HOSTS_SCRIPT = "discover_hosts.sh"
 HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE}"
 KUBEXEC_PATH = f"{CONFIG_MOUNT_PATH}/{KUBEXEC_SCRIPT}"
-DISCOVER_HOSTS_PATH = f"{CONFIG_MOUNT_PATH}/{DISCOVER_HOSTS_SCRIPT}"
 SCRIPT_MODE = 0o555
 HOSTFILE_MODE = 0o444
 
@@ -603,7 +601,7 @@ class MPIPolicy:
             for ji in range(step.replicas)
             for pi in range(step.count)
         ]
-        meta = {"namespace": ctx.job.namespace, "ownerReferences": [build_trainjob_owner(ctx.job)]}
+        meta = {"namespace": ctx.job.namespace, "ownerReferences": [build_owner_reference(ctx.job)]}
         ctx.objects.append(
             {
                 "apiVersion": "v1",

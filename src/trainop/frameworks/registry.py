@@ -42,9 +42,6 @@ class Registry:
     def ml_policy(self, name: str) -> MLPolicyPlugin | None:
         return self._policies.get(name)
 
-    def ml_policies(self) -> list[str]:
-        return list(self._policies)
-
     def register_ml_policy(self, policy: MLPolicyPlugin) -> None:
         self._policies[policy.ml_policy] = policy
 

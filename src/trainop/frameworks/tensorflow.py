@@ -13,7 +13,13 @@ from typing import Any, ClassVar
 from trainop.api.common import TrainingJob
 from trainop.api.constants import COND_RESTARTING, ENV_TF_CONFIG
 from trainop.api.kinds import TFJobSpec
-from trainop.core.pods import detect_index, detect_replica_pods
+from trainop.core.pods import (
+    PHASE_SUCCEEDED,
+    detect_exit_code,
+    detect_index,
+    detect_phase,
+    detect_replica_pods,
+)
 from trainop.core.status import detect_condition
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
@@ -23,7 +29,6 @@ from trainop.frameworks.generic import (
     env_var,
     failed_update,
     peer_port,
-    pod_default_exit_code,
     replicas_of,
     running_update,
     succeeded_update,
@@ -153,11 +158,9 @@ class TFPlugin(BasePlugin):
         """Worker 0's pod (the only one at index 0) is Succeeded and its ``tensorflow`` container
         exited 0."""
         at0 = [p for p in detect_replica_pods(pods, job.name, WORKER) if detect_index(p) == 0]
-        if len(at0) != 1:
+        if len(at0) != 1 or detect_phase(at0[0]) != PHASE_SUCCEEDED:
             return False
-        pod = at0[0]
-        phase = (pod.get("status") or {}).get("phase")
-        return phase == "Succeeded" and pod_default_exit_code(pod, self.info.default_container) == 0
+        return detect_exit_code(at0[0], self.info.default_container) == 0
 
 
 def _reason_and_message(job: TrainingJob, ctype: str) -> tuple[str, str] | None:

@@ -38,10 +38,10 @@ from trainop.api.trainer import TrainingRuntime, TrainJob
 from trainop.api.trainer_rules import parse_trainer_object
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import is_served, tolerate
+from trainop.core.naming import build_owner_reference
 from trainop.core.trainjob import (
     JobSetTopology,
     RuntimeResolutionError,
-    build_trainjob_owner,
     find_runtime,
     resolve_trainjob,
 )
@@ -199,7 +199,7 @@ class TrainJobController:
             async for p in self.api.list(r.Pod, namespace=ns, labels={LABEL_JOBSET_NAME: job.name})
         ]
         plan = reconcile_trainjob(resolved, pods, self.clock())
-        owner = build_trainjob_owner(job)
+        owner = build_owner_reference(job)
         for obj in plan.create_objects:
             obj = dict(obj)
             obj.setdefault("metadata", {})["namespace"] = ns

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from trainop.api.kinds import JOB_MODELS
-from trainop.api.load import dump_job, parse_job
+from trainop.api.load import parse_job
 from trainop.api.validation import validate_job
 from trainop.testing.examples import find_example_jobs
 
@@ -26,7 +26,7 @@ def test_every_kind_has_an_example() -> None:
 @pytest.mark.parametrize("doc", DOCUMENTS)
 def test_example_round_trips_and_validates(doc: dict[str, Any]) -> None:
     job = parse_job(doc)
-    dumped = dump_job(job)
+    dumped = job.to_dict()
     assert dumped == doc, "the model must keep every field the manifest wrote"
     assert parse_job(dumped) == job
     assert [str(e) for e in validate_job(job)] == []

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from trainop.api.errors import InvalidJobError
-from trainop.api.load import dump_job, load_jobs, parse_job
+from trainop.api.load import load_jobs, parse_job
 from trainop.api.validation import validate_for_apply
 from trainop.testing.builders import mpi_job, pytorch_job, tf_job
 
@@ -118,7 +118,7 @@ ROUND_TRIPS = [
 @pytest.mark.parametrize("raw", ROUND_TRIPS)
 def test_round_trip(raw: dict[str, Any]) -> None:
     job = parse_job(raw)
-    dumped = dump_job(job)
+    dumped = job.to_dict()
     assert dumped == raw
     assert parse_job(dumped) == job
 

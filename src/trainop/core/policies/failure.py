@@ -22,7 +22,7 @@ from trainop.api.failure_policy import (
     FailureRule,
 )
 from trainop.core.pods import PHASE_FAILED, detect_name, detect_phase
-from trainop.core.status import TRUE, as_utc
+from trainop.core.status import TRUE, as_utc, parse_time
 
 _EMPTY: dict[str, Any] = {}
 
@@ -60,15 +60,6 @@ class RestartCount:
 
     attempt: int = 0
     counted: int = 0
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return as_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-    except ValueError:
-        return None
 
 
 def detect_attempt(pod: dict[str, Any]) -> int:
@@ -115,7 +106,7 @@ def detect_failure(pod: dict[str, Any], rtype: str) -> Failure | None:
                 continue
             codes.append((str(cs.get("name") or ""), int(term.get("exitCode") or 0)))
             _add_reason(reasons, term.get("reason"))
-            finished = _parse_time(term.get("finishedAt"))
+            finished = parse_time(term.get("finishedAt"))
             if finished is not None:
                 times.append(finished)
     for cond in status.get("conditions") or ():

@@ -19,6 +19,7 @@ from trainop.core.gang import (
 from trainop.core.naming import build_owner_reference
 from trainop.core.observed import detect_drift
 from trainop.core.pass_state import PassState
+from trainop.core.plan import UpdateObject
 from trainop.core.pods import detect_deleting, detect_name
 
 
@@ -43,7 +44,7 @@ def reconcile_pod_group(p: PassState) -> bool:
         rv = (current.get("metadata") or {}).get("resourceVersion")
         if rv:
             desired["metadata"]["resourceVersion"] = rv
-        p.act(ev.build_update_action(desired))
+        p.act(UpdateObject(desired))
     return not p.gang.volcano or detect_pod_group_admitted(current)
 
 

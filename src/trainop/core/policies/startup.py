@@ -18,7 +18,7 @@ from typing import Any
 
 from trainop.api.constants import ANNOTATION_START_ERROR_DEADLINE, ANNOTATION_STARTUP_DEADLINE
 from trainop.core.pods import PHASE_FAILED, PHASE_SUCCEEDED, detect_phase
-from trainop.core.status import FALSE, as_utc
+from trainop.core.status import FALSE, parse_time
 
 _EMPTY: dict[str, Any] = {}
 
@@ -59,15 +59,6 @@ class Outcome:
     remaining: float | None = None
 
 
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return as_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-    except ValueError:
-        return None
-
-
 def _statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     status = pod.get("status") or _EMPTY
     return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
@@ -105,7 +96,7 @@ def _container_start_error(
         return str(term.get("reason")), str(term.get("message") or ""), created
     since = created
     if last and last.get("reason") not in NEVER_RAN_REASONS:
-        ended = _parse_time(last.get("finishedAt"))
+        ended = parse_time(last.get("finishedAt"))
         if ended is not None and (since is None or ended > since):
             since = ended
     return reason, str(waiting.get("message") or ""), since
@@ -113,7 +104,7 @@ def _container_start_error(
 
 def detect_start_error(pod: dict[str, Any]) -> tuple[str, str, str, datetime | None] | None:
     """The first container stuck in a start error: (container, reason, message, since when)."""
-    created = _parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
+    created = parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
     failed = detect_phase(pod) == PHASE_FAILED
     for cs in _statuses(pod):
         found = _container_start_error(cs, failed, created)
@@ -198,7 +189,7 @@ def compute_start_deadlines(
             if pod is not None and detect_started(pod):
                 continue
             created = (
-                None if pod is None else _parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
+                None if pod is None else parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
             )
             rest = left(created, startup_seconds)
             if rest <= 0:
