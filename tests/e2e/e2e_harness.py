@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from trainop.api.common import TrainingJob
-from trainop.backends.base import JobDetails, is_finished
+from trainop.backends.base import JobDetails, is_finished, replica_label
 from trainop.backends.local import procs
-from trainop.backends.local.api import LocalBackend, replica_label
+from trainop.backends.local.api import LocalBackend
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

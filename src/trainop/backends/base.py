@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from trainop.api import errors as api_errors
 from trainop.api.common import TrainingJob
 from trainop.api.errors import FieldError
 from trainop.core.status import detect_finished
+
+if TYPE_CHECKING:
+    from trainop.backends.waiting import Clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +197,31 @@ def is_finished(job: TrainingJob) -> bool:
     return detect_finished(job.status)
 
 
+def replica_label(job_name: str, pod_name: str) -> str:
+    """``<job>-worker-1`` → ``worker-1`` (the prefix ``trainop logs --replica`` and log lines use)."""
+    return pod_name.removeprefix(f"{job_name}-")
+
+
+def check_replica(job_name: str, replica: str | None, pods: Sequence[str]) -> None:
+    """ReplicaNotFoundError, listing the pods there are, when ``replica`` (a pod's name, with or
+    without the job's) names none of ``pods``."""
+    if replica is not None and replica not in pods and f"{job_name}-{replica}" not in pods:
+        raise ReplicaNotFoundError("replica", replica, job_name, [replica_label(job_name, p) for p in pods])
+
+
+def list_images(job: TrainingJob) -> list[str]:
+    """The images of every container of the job's replicas, sorted (``describe``)."""
+    return sorted(
+        {
+            str(c.get("image"))
+            for rs in job.replica_specs.values()
+            for key in ("initContainers", "containers")
+            for c in rs.pod_spec.get(key) or []
+            if isinstance(c, dict) and c.get("image")
+        }
+    )
+
+
 class ContainerRun(Protocol):
     """One run (attempt) of one container of a replica: a local process, or what a pod's container
     status says on a cluster. ``started_at`` and ``finished_at`` are epoch seconds; ``finished_at``
@@ -298,6 +326,27 @@ class JobDetails:
     deleting: bool = False
     images: list[str] = field(default_factory=list)
     cluster: str = ""  # where the job is, when a cluster's (backends/kubernetes/jobs.py)
+
+
+class PollingWait:
+    """``JobClient.wait`` as both backends do it: ``get`` every ``wait_poll`` seconds on ``clock``."""
+
+    wait_poll: float
+    clock: Clock
+
+    def wait(
+        self,
+        name: str,
+        conditions: Sequence[str] = ("Succeeded", "Failed"),
+        namespace: str = "default",
+        timeout: float | None = None,
+    ) -> TrainingJob:
+        from trainop.backends.waiting import wait_for_job  # (it imports this module)
+
+        get = cast("JobClient", self).get
+        return wait_for_job(
+            lambda: get(name, namespace), name, conditions, timeout, interval=self.wait_poll, clock=self.clock
+        )
 
 
 class JobClient(Protocol):

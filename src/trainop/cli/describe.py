@@ -19,8 +19,7 @@ from trainop.api.defaults import apply_defaults
 from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, build_failure_policy
 from trainop.api.kinds import kind_info
 from trainop.api.rules import detect_queue_name
-from trainop.backends.base import JobDetails, detect_state
-from trainop.backends.local.api import replica_label
+from trainop.backends.base import JobDetails, detect_state, replica_label
 from trainop.cli.format import format_age
 from trainop.core.queue import build_queue_not_managed_message
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import html
 import json
 import queue
 import secrets
@@ -188,10 +189,10 @@ def read_job(source: Source, namespace: str, name: str) -> dict[str, Any]:
             pods, errors["replicas"] = None, _error(pexc)
     page = build_job_page(job, pods, events, time.time(), errors)
     try:
-        page["progress"] = build_progress(source.progress(job))
+        page["progress"] = build_progress(backend.progress(job))
     except BackendError as exc:
         page["progress"], errors["progress"] = None, _error(exc)
-    page["local"] = source.is_local()
+    page["local"] = backend.replicas_here
     try:
         page["actions"] = source.allowed_actions(job.kind, namespace)
     except BackendError:  # no answer: offer them, the cluster decides each request
@@ -287,7 +288,6 @@ class _LogPump:
         self.q: queue.Queue[Any] = queue.Queue(maxsize=LOG_QUEUE_LINES)
         self.stopped = threading.Event()
         self.lines: Any = iter(())
-        self.close: Callable[[], None] = lambda: None
         self.last_partial: list[tuple[str, str, str]] = []
 
     def partials(self, lines: list[Any]) -> None:
@@ -297,8 +297,8 @@ class _LogPump:
             self.last_partial = now
             self._put(_Partial(now))
 
-    def start(self, lines: Any, close: Callable[[], None]) -> None:
-        self.lines, self.close = lines, close
+    def start(self, lines: Any) -> None:
+        self.lines = lines
         threading.Thread(target=self._run, name="trainop-ui-log", daemon=True).start()
 
     def _put(self, item: Any) -> bool:
@@ -318,8 +318,6 @@ class _LogPump:
             self._put(self.END)
         except BackendError as exc:
             self._put(exc)
-        finally:
-            self.close()
 
     def batch(self) -> list[Any]:
         """Blocks for the first item, then takes what else is there (up to a batch)."""
@@ -338,16 +336,6 @@ class _LogPump:
         return out
 
 
-def _log_args(request: web.Request) -> tuple[str, str, str | None, str | None]:
-    q = request.query
-    return (
-        request.match_info["namespace"],
-        request.match_info["name"],
-        q.get("replica") or None,
-        q.get("container") or None,
-    )
-
-
 async def _pump_logs(
     request: web.Request,
     follow: bool,
@@ -358,17 +346,18 @@ async def _pump_logs(
     batch by batch, until its end; the pump is stopped however this ends (a page that went away
     cancels the handler: its reader must not go on waiting for the job)."""
     source = request.app[SOURCE]
-    ns, name, replica, container = _log_args(request)
+    ns, name = request.match_info["namespace"], request.match_info["name"]
+    replica, container = request.query.get("replica") or None, request.query.get("container") or None
     pump = _LogPump()
     loop = asyncio.get_running_loop()
     try:
         try:
-            lines, close = await source.call(
+            lines = await source.call(
                 source.open_logs, name, ns, replica, container, follow, pump.stopped.is_set, pump.partials
             )
         except BackendError as exc:
             return web.json_response({"error": _error(exc)}, status=404)
-        pump.start(lines, close)
+        pump.start(lines)
         response = web.StreamResponse(headers=headers)
         await response.prepare(request)
         while True:
@@ -450,15 +439,9 @@ async def act(request: web.Request) -> web.StreamResponse:
 async def page(request: web.Request) -> web.StreamResponse:
     state = request.app[STATE]
     source = request.app[SOURCE]
-    html = _static("index.html").decode()
-    html = html.replace("{{csrf}}", state.csrf).replace("{{where}}", _html_attr(source.where()))
-    return web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
-
-
-def _html_attr(text: str) -> str:
-    import html
-
-    return html.escape(text, quote=True)
+    text = _static("index.html").decode().replace("{{csrf}}", state.csrf)
+    text = text.replace("{{where}}", html.escape(source.backend.where(), quote=True))
+    return web.Response(text=text, content_type="text/html", headers={"Cache-Control": "no-store"})
 
 
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".png": "image/png"}

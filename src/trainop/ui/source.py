@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from trainop.api.common import TrainingJob
     from trainop.backends.base import JobClient, LogLine
 
 T = TypeVar("T")
@@ -40,15 +39,6 @@ class Source:
         token = self.backend.change_token()
         return None if token is None else (token, self.writes)
 
-    def where(self) -> str:
-        return self.backend.where()
-
-    def is_local(self) -> bool:
-        return self.backend.replicas_here
-
-    def progress(self, job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
-        return self.backend.progress(job)
-
     def open_logs(
         self,
         name: str,
@@ -58,11 +48,11 @@ class Source:
         follow: bool,
         stop: Callable[[], bool],
         partials: Callable[[list[LogLine]], None],
-    ) -> tuple[Iterator[LogLine], Callable[[], None]]:
-        """A log reader of its own and how to close it: a client for its thread (the follower sleeps
-        between polls, so it must not hold the shared worker), ``stop()`` ends a follow whose page has
-        gone even while the job runs on and writes nothing, ``partials`` gets each container's
-        unfinished last line where the backend keeps one."""
+    ) -> Iterator[LogLine]:
+        """A log reader of its own: a client for its thread (the follower sleeps between polls, so it
+        must not hold the shared worker), ``stop()`` ends a follow whose page has gone even while the
+        job runs on and writes nothing, ``partials`` gets each container's unfinished last line where
+        the backend keeps one."""
         self.backend.get(name, namespace)  # a job that is not there: said now, as a 404
         backend = self.backend
 
@@ -79,7 +69,7 @@ class Source:
                     partials=partials,
                 )
 
-        return read(), lambda: None
+        return read()
 
     # The verb each action needs of the caller's RBAC, as `kubectl patch` and `kubectl delete` ask.
     ACTION_VERBS = {"suspend": "patch", "resume": "patch", "delete": "delete"}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainop.api.constants import LABEL_KUEUE_QUEUE
 from trainop.cli.format import compute_replica_counts, format_replicas
-from trainop.cli.listing import compute_display_state
+from trainop.cli.listing import _reason, compute_display_state
 from trainop.cli.live import build_replica_views
 from trainop.cli.selectors import Requirement, matches
 
@@ -31,13 +31,6 @@ NOT_PLOTTED = frozenset({"totalEpochs", "totalSteps", "total_steps", "total_epoc
 def _created(job: TrainingJob) -> float | None:
     ts = job.metadata.creation_timestamp
     return ts.timestamp() if ts else None
-
-
-def _reason(job: TrainingJob) -> str:
-    for cond in reversed((job.status.conditions if job.status else None) or []):
-        if cond.status == "True":
-            return cond.reason or ""
-    return ""
 
 
 def detect_queue(job: TrainingJob) -> str:
@@ -108,16 +101,15 @@ def build_job_page(
 ) -> dict[str, Any]:
     """One job: the row, the spec in brief, conditions, each replica (phase, restarts, last exit, why
     it waits) and events. A part the reader may not read is None, with its error under ``errors``."""
-    specs = []
-    for rtype, rs in job.replica_specs.items():
-        specs.append(
-            {
-                "type": rtype,
-                "replicas": rs.replicas,
-                "restartPolicy": rs.restart_policy,
-                **_container_summary(rs.pod_spec),
-            }
-        )
+    specs = [
+        {
+            "type": t,
+            "replicas": rs.replicas,
+            "restartPolicy": rs.restart_policy,
+            **_container_summary(rs.pod_spec),
+        }
+        for t, rs in job.replica_specs.items()
+    ]
     conditions = [
         {
             "type": c.type,
@@ -128,41 +120,37 @@ def build_job_page(
         }
         for c in ((job.status.conditions if job.status else None) or [])
     ]
-    replicas = None
-    if pods is not None:
-        replicas = [
-            {
-                "name": v.label,
-                "type": v.rtype,
-                "phase": v.phase,
-                "restarts": v.restarts,
-                "exitCode": v.last_exit.code if v.last_exit else None,
-                "exitReason": v.last_exit.reason if v.last_exit else "",
-                "waiting": v.waiting,
-            }
-            for v in build_replica_views(job, pods, now)
-        ]
-    event_rows = None
-    if events is not None:
-        event_rows = [
-            {
-                "type": e.type,
-                "reason": e.reason,
-                "message": e.message,
-                "count": e.count,
-                "first": e.first_ts,
-                "last": e.last_ts,
-            }
-            for e in events
-        ]
-    policy = job.run_policy.model_dump(by_alias=True, exclude_none=True, mode="json")
+    views = [] if pods is None else build_replica_views(job, pods, now)
+    replicas = [
+        {
+            "name": v.label,
+            "type": v.rtype,
+            "phase": v.phase,
+            "restarts": v.restarts,
+            "exitCode": v.last_exit.code if v.last_exit else None,
+            "exitReason": v.last_exit.reason if v.last_exit else "",
+            "waiting": v.waiting,
+        }
+        for v in views
+    ]
+    event_rows = [
+        {
+            "type": e.type,
+            "reason": e.reason,
+            "message": e.message,
+            "count": e.count,
+            "first": e.first_ts,
+            "last": e.last_ts,
+        }
+        for e in events or []
+    ]
     return {
         "job": build_job_row(job, pods),
         "specs": specs,
-        "runPolicy": policy,
+        "runPolicy": job.run_policy.model_dump(by_alias=True, exclude_none=True, mode="json"),
         "conditions": conditions,
-        "replicas": replicas,
-        "events": event_rows,
+        "replicas": None if pods is None else replicas,
+        "events": None if events is None else event_rows,
         "errors": dict(errors or {}),
     }
 

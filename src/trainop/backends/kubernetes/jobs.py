@@ -48,19 +48,21 @@ from trainop.backends.base import (
     LogsUnavailableError,
     NotFoundError,
     NotSupportedError,
-    ReplicaNotFoundError,
+    PollingWait,
     WaitTimeoutError,
+    check_replica,
     is_finished,
+    list_images,
+    replica_label,
 )
 from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
-from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, poll_until, wait_for_job
+from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, poll_until
 from trainop.core.progress import read_annotated_status
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
-WAIT_POLL = 1.0  # seconds between reads while waiting for a condition (a watch would be one request)
 DELETE_TIMEOUT = 120.0  # a job still there this long after its deletion: finalizers, or no GC
 TAIL_KEPT = 20  # lines kept per container for the failure summary's tail
 CLI_QPS, CLI_BURST = 20.0, 40  # kubectl's own client-side limits are 5/10 (and more for discovery)
@@ -95,6 +97,15 @@ def _ts(value: Any) -> float | None:
         return None
 
 
+def _take(q: queue.SimpleQueue[T]) -> list[T]:
+    """What the queue holds now, without waiting."""
+    out = []
+    with contextlib.suppress(queue.Empty):
+        while True:
+            out.append(q.get_nowait())
+    return out
+
+
 def build_pod_runs(pods: Sequence[Mapping[str, Any]]) -> list[PodRun]:
     """The runs of each pod's main containers: the previous one (``lastState.terminated``) and the
     current one (running, or terminated). Pure."""
@@ -125,10 +136,6 @@ def build_pod_runs(pods: Sequence[Mapping[str, Any]]) -> list[PodRun]:
                 started = _ts((state["running"] or {}).get("startedAt"))
                 out.append(PodRun(name, cs["name"], restarts, None, started, None))
     return out
-
-
-def _replica(job_name: str, pod: str) -> str:
-    return pod[len(job_name) + 1 :] if pod.startswith(f"{job_name}-") else pod
 
 
 def _is_missing_type(exc: BaseException) -> bool:
@@ -165,7 +172,7 @@ def _is_webhook_denial(exc: ApiError) -> bool:
     return api_status_code(exc) == 403 and "denied the request" in str(exc.status.message or "")
 
 
-class KubernetesBackend:
+class KubernetesBackend(PollingWait):
     """The one Kubernetes job client (a ``JobClient``): job operations against the cluster of a
     kubeconfig (``--kubeconfig``, ``$KUBECONFIG``, ``~/.kube/config`` or the in-cluster service
     account) and context, or of ``config`` (a lightkube config the SDK built). ``timeout``: seconds for
@@ -173,6 +180,7 @@ class KubernetesBackend:
 
     name = "kubernetes"
     replicas_here = False
+    wait_poll = 1.0  # seconds between reads while waiting for a condition (a watch would be one request)
 
     def __init__(
         self,
@@ -558,15 +566,6 @@ class KubernetesBackend:
                 )
             )
         rows.sort(key=lambda e: e.first_ts)
-        images = sorted(
-            {
-                str(c.get("image"))
-                for rs in job.replica_specs.values()
-                for key in ("initContainers", "containers")
-                for c in rs.pod_spec.get(key) or []
-                if isinstance(c, dict) and c.get("image")
-            }
-        )
         return JobDetails(
             job=job,
             base_dir="",
@@ -577,7 +576,7 @@ class KubernetesBackend:
             ports={},
             supervisor=None,
             deleting=bool((raw.get("metadata") or {}).get("deletionTimestamp")),
-            images=images,
+            images=list_images(job),
             cluster=self.where(),
         )
 
@@ -644,11 +643,7 @@ class KubernetesBackend:
                 if api_status_code(exc) != 404:
                     raise
             if grace is not None:
-                for pod in await self._list(r.Pod, namespace, {LABEL_JOB_NAME: name}):
-                    with contextlib.suppress(ApiError):
-                        await self.client.api.delete(
-                            r.Pod, pod["metadata"]["name"], namespace=namespace, grace_period=int(grace)
-                        )
+                await self._delete_pods(name, namespace, int(grace))
 
         self._run(delete())
         if not wait:
@@ -672,19 +667,17 @@ class KubernetesBackend:
                 f"{namespace})"
             ) from None
 
+    async def _delete_pods(self, name: str, namespace: str, grace: int) -> None:
+        for pod in await self._list(r.Pod, namespace, {LABEL_JOB_NAME: name}):
+            with contextlib.suppress(ApiError):
+                await self.client.api.delete(
+                    r.Pod, pod["metadata"]["name"], namespace=namespace, grace_period=grace
+                )
+
     def kill_replicas(self, name: str, namespace: str = "default") -> None:
         """Delete the job's pods with no grace period (run's second Ctrl-C): SIGKILL, as here."""
-        job = self.get(name, namespace)
-
-        async def kill() -> None:
-            for pod in await self._list(r.Pod, namespace, {LABEL_JOB_NAME: name}):
-                with contextlib.suppress(ApiError):
-                    await self.client.api.delete(
-                        r.Pod, pod["metadata"]["name"], namespace=namespace, grace_period=0
-                    )
-
-        del job
-        self._run(kill())
+        self.get(name, namespace)  # NotFoundError first
+        self._run(self._delete_pods(name, namespace, 0))
 
     def may(self, verb: str, kind: str, namespace: str) -> bool:
         resource = r.JOB_RESOURCES[kind]._api_info.plural
@@ -709,17 +702,6 @@ class KubernetesBackend:
             log.debug("SelfSubjectAccessReview for %s %s in %s failed: %s", verb, resource, namespace, exc)
             return True
         return bool((dict(answer).get("status") or {}).get("allowed"))
-
-    def wait(
-        self,
-        name: str,
-        conditions: Sequence[str] = ("Succeeded", "Failed"),
-        namespace: str = "default",
-        timeout: float | None = None,
-    ) -> TrainingJob:
-        return wait_for_job(
-            lambda: self.get(name, namespace), name, conditions, timeout, interval=WAIT_POLL, clock=self.clock
-        )
 
     # --- logs -----------------------------------------------------------------------------------------
     def logs(
@@ -796,9 +778,7 @@ class KubernetesBackend:
         """Its pods' output, found by JobSet's jobset-name label; ``replica`` is a pod's name with or
         without the TrainJob's (``node-0-1``)."""
         feed = TrainJobFeed(self, self.get_trainjob(name, namespace), replica=replica)  # NotFoundError now
-        pods = [str(p["metadata"]["name"]) for p in feed.pods()]
-        if replica is not None and replica not in pods and f"{name}-{replica}" not in pods:
-            raise ReplicaNotFoundError("replica", replica, name, [_replica(name, p) for p in pods])
+        check_replica(name, replica, [str(p["metadata"]["name"]) for p in feed.pods()])
         return feed.follow() if follow else feed.read_all()
 
     def delete_trainjob(self, name: str, namespace: str = "default", *, grace: float | None = None) -> None:
@@ -860,7 +840,7 @@ class ClusterFeed:
         out = []
         for pod in self._pods:
             pname = str(pod["metadata"]["name"])
-            label = _replica(self.name, pname)
+            label = replica_label(self.name, pname)
             if self.replica is not None and self.replica not in (label, pname):
                 continue
             for cs in (pod.get("status") or {}).get("containerStatuses") or []:
@@ -881,7 +861,7 @@ class ClusterFeed:
             )
 
     async def _stream(self, pod: str, container: str, run: int, follow: bool) -> None:
-        label = _replica(self.name, pod)
+        label = replica_label(self.name, pod)
         kept = self._kept.setdefault((label, container), collections.deque(maxlen=TAIL_KEPT))
         api, ns = self.backend.client.api, self.namespace
         try:
@@ -915,22 +895,13 @@ class ClusterFeed:
 
     def poll_lines(self) -> Iterator[LogLine]:
         self._start_streams(follow=True)
-        while True:
-            try:
-                yield self._lines.get_nowait()
-            except queue.Empty:
-                return
+        return iter(_take(self._lines))
 
     def partial_lines(self) -> list[LogLine]:
         return []  # the API serves whole lines
 
     def notes(self) -> list[str]:
-        out = []
-        while True:
-            try:
-                out.append(self._notes.get_nowait())
-            except queue.Empty:
-                return out
+        return _take(self._notes)
 
     def runs(self) -> list[ContainerRun]:
         return list(build_pod_runs(self._pods))
@@ -958,7 +929,7 @@ class ClusterFeed:
         return out
 
     def running_replicas(self) -> list[str]:
-        return sorted({_replica(self.name, pod) for pod, _, _, running in self._started() if running})
+        return sorted({replica_label(self.name, pod) for pod, _, _, running in self._started() if running})
 
     def close(self) -> None:
         for fut in self._streams.values():
@@ -993,13 +964,7 @@ class ClusterFeed:
         for fut in list(self._streams.values()):
             fut.result()
         self._raise_if_no_logs()
-        lines = []
-        while True:
-            try:
-                lines.append(self._lines.get_nowait())
-            except queue.Empty:
-                break
-        return iter(lines)
+        return iter(_take(self._lines))
 
     def follow(self) -> Iterator[LogLine]:
         try:

@@ -50,11 +50,15 @@ from trainop.backends.base import (
     JobFeed,
     LogLine,
     NotFoundError,
+    PollingWait,
     ReplicaNotFoundError,
+    check_replica,
     is_finished,
+    list_images,
+    replica_label,
 )
-from trainop.backends.local import procs, pyenv
-from trainop.backends.local.attach import Client, drop_dead_client, format_client
+from trainop.backends.local import procs, pyenv, trainjob_state
+from trainop.backends.local.attach import Client, build_interrupted_manifest, drop_dead_client, format_client
 from trainop.backends.local.gang import build_local_gang_scheduler
 from trainop.backends.local.paths import (
     StatePaths,
@@ -70,7 +74,7 @@ from trainop.backends.local.render import DEFAULT_GRACE_SECONDS, build_rendered_
 from trainop.backends.local.runner import rfc3339
 from trainop.backends.local.spawn import Spawner, spawn_supervisor_process
 from trainop.backends.local.store import JobRow, ProcessRow, Store
-from trainop.backends.waiting import SYSTEM_CLOCK, Clock, wait_for_job
+from trainop.backends.waiting import SYSTEM_CLOCK, Clock
 
 SUPERVISOR_START_TIMEOUT = 30.0  # a supervisor that has not claimed its job by then is treated as lost
 EXIT_SUPERVISOR_LOST = 137  # what a replica killed with its supervisor reports (SIGKILL)
@@ -97,12 +101,6 @@ def build_generated_name(prefix: str) -> str:
     )
 
 
-def replica_label(job_name: str, pod_name: str) -> str:
-    """``<job>-worker-1`` → ``worker-1`` (the prefix ``trainop logs --replica`` and log lines use)."""
-    prefix = f"{job_name}-"
-    return pod_name[len(prefix) :] if pod_name.startswith(prefix) else pod_name
-
-
 def build_host_env(env: Mapping[str, str]) -> dict[str, str]:
     """The environment replicas inherit (the submitting shell's), with the Python environment trainop
     runs in first on PATH, so that ``python`` in a command means that interpreter (as an image's
@@ -127,7 +125,7 @@ def render_objects(
     return LocalBackend(env=env).render(manifest, backend, namespace)
 
 
-class LocalBackend:
+class LocalBackend(PollingWait):
     """Job operations on this machine; ``home`` defaults to ``$TRAINOP_HOME`` (or the XDG data dir).
 
     ``spawner`` starts supervisors (default: a fresh ``python -m`` process; the CLI passes one that
@@ -155,10 +153,6 @@ class LocalBackend:
             prepare_home(self.paths.home)
             self._store = Store(self.paths)
         return self._store
-
-    @store.setter
-    def store(self, value: Store) -> None:
-        self._store = value
 
     def close(self) -> None:
         if self._store is not None:
@@ -195,18 +189,18 @@ class LocalBackend:
         nproc = resource.getrlimit(resource.RLIMIT_NPROC)[0]
         if nproc != resource.RLIM_INFINITY and nproc // 4 < cap:
             cap, why = max(1, nproc // 4), f"a quarter of this user's process limit, ulimit -u {nproc}"
-        counts = {k: (1 if rs.replicas is None else rs.replicas) for k, rs in job.replica_specs.items()}
-        if sum(counts.values()) > cap:
-            rtype = max(counts, key=lambda k: counts[k])
-            total = f" ({sum(counts.values())} in all)" if len(counts) > 1 else ""
-            return [
-                FieldError(
-                    f"spec.{KIND_INFO[job.kind].replica_map}[{rtype}].replicas",
-                    f"Invalid value: {counts[rtype]}: the local backend runs each replica as processes on "
-                    f"this machine, which can run at most {cap} replicas per job ({why}){total}; lower it, "
-                    "or run the job on Kubernetes (--backend kubernetes)",
-                )
-            ]
+        errors = _too_many_replicas(
+            job,
+            cap,
+            lambda total, types: (
+                "the local backend runs each replica as processes on this machine, which "
+                f"can run at most {cap} replicas per job ({why})"
+                + (f" ({total} in all)" if types > 1 else "")
+                + "; lower it, or run the job on Kubernetes (--backend kubernetes)"
+            ),
+        )
+        if errors:
+            return errors
         unsuspended = job.model_copy(deep=True)
         if unsuspended.spec.run_policy is not None:
             unsuspended.spec.run_policy.suspend = False
@@ -214,7 +208,6 @@ class LocalBackend:
         info = KIND_INFO[job.kind]
         keys = {k.lower(): k for k in job.replica_specs}
         configmaps = [o["metadata"]["name"] for o in objects if o.get("kind") == "ConfigMap"]
-        errors: list[FieldError] = []
         seen: set[str] = set()
         for pod in (o for o in objects if o.get("kind") == "Pod"):
             rtype = (pod["metadata"].get("labels") or {}).get("training.kubeflow.org/replica-type", "")
@@ -364,7 +357,14 @@ class LocalBackend:
         from trainop.api.validation import validate_job
 
         job = parse_job(doc)
-        errors = validate_job(job) or _render_size_errors(job)
+        errors = validate_job(job) or _too_many_replicas(
+            job,
+            RENDER_MAX_PODS,
+            lambda total, _: (
+                f"render prints every pod, at most {RENDER_MAX_PODS} per job ({total} asked); "
+                "render a smaller copy, the cluster itself takes the job as it is"
+            ),
+        )
         if errors:
             raise InvalidJobError(errors, kind=job.kind, name=job.name)
         return build_objects(job, backend)
@@ -378,7 +378,7 @@ class LocalBackend:
         try:
             self.spawner(self.paths, row.uid, self.env, log_path)
         finally:
-            self.store = Store(self.paths)
+            self._store = Store(self.paths)
 
     # ------------------------------------------------------------------------------------------
     # reading state
@@ -390,31 +390,23 @@ class LocalBackend:
             raise NotFoundError(kind=kind, namespace=namespace, name=name)
         return self.check_supervisor(row)
 
+    def _rows(self, namespace: str | None, kind: str | None = None) -> list[JobRow]:
+        check_namespace(namespace)
+        return [self.check_supervisor(r) for r in self.store.list_jobs(namespace, kind)]
+
     def get(
         self, name: str, namespace: str = "default", kind: str | None = None, *, timeout: float | None = None
     ) -> TrainingJob:
-        row = self._row(name, namespace, kind)
-        return parse_job({**row.manifest, "status": row.status})
+        return _parse_row(self._row(name, namespace, kind))
 
     def list_jobs(
         self, namespace: str | None = None, kind: str | None = None, *, timeout: float | None = None
     ) -> list[TrainingJob]:
-        check_namespace(namespace)
-        rows = [self.check_supervisor(r) for r in self.store.list_jobs(namespace, kind)]
-        return [parse_job({**r.manifest, "status": r.status}) for r in rows]
+        return [_parse_row(r) for r in self._rows(namespace, kind)]
 
     def describe(self, name: str, namespace: str = "default") -> JobDetails:
         row = self._row(name, namespace)
-        job = parse_job({**row.manifest, "status": row.status})
-        images = sorted(
-            {
-                str(c.get("image"))
-                for rs in job.replica_specs.values()
-                for key in ("initContainers", "containers")
-                for c in rs.pod_spec.get(key) or []
-                if isinstance(c, dict) and c.get("image")
-            }
-        )
+        job = _parse_row(row)
         return JobDetails(
             job=job,
             base_dir=row.base_dir,
@@ -425,7 +417,7 @@ class LocalBackend:
             ports=self.store.job_ports(row.uid),
             supervisor=self._supervisor_info(row),
             deleting=row.deletion_requested_at is not None,
-            images=images,
+            images=list_images(job),
         )
 
     def pods(
@@ -434,15 +426,11 @@ class LocalBackend:
         return self.store.list_pods(self._row(name, namespace).uid)
 
     def events(self, namespace: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
-        """The namespace's jobs' events as core/v1 Event dicts (as a cluster lists them)."""
-        out: list[dict[str, Any]] = []
-        for job in self.list_jobs(namespace):
-            row = self.store.find_job(namespace, job.name)
-            if row is None:  # deleted since it was listed
-                continue
-            for i, ev in enumerate(self.store.list_events(row.uid)):
-                out.append(build_event_dict(job, i, ev))
-        return out
+        return [
+            build_event_dict(_parse_row(row), i, ev)
+            for row in self._rows(namespace)
+            for i, ev in enumerate(self.store.list_events(row.uid))
+        ]
 
     def create_volume_claim(self, claim: Mapping[str, Any]) -> str:
         """Nothing to create: a claim is a directory of each job that mounts it
@@ -460,9 +448,8 @@ class LocalBackend:
         """(job, pod, port) of every pod of the jobs in ``namespace`` (None: all); ``port`` is the free
         port the replica was given here."""
         out: list[tuple[TrainingJob, dict[str, Any], int | None]] = []
-        check_namespace(namespace)
-        for row in [self.check_supervisor(r) for r in self.store.list_jobs(namespace)]:
-            job = parse_job({**row.manifest, "status": row.status})
+        for row in self._rows(namespace):
+            job = _parse_row(row)
             ports = self.store.job_ports(row.uid)
             for pod in self.store.list_pods(row.uid):
                 labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -501,15 +488,19 @@ class LocalBackend:
         return LocalFeed(self, self._row(job.name, job.namespace))
 
     def kill_replicas(self, name: str, namespace: str = "default") -> None:
-        """SIGKILL every replica session of the job that still runs, recorded or only marked (started,
-        not yet recorded): ``trainop run``'s second Ctrl-C. The supervisor's record follows."""
-        row = self._row(name, namespace)
+        """SIGKILL every replica session of the job that still runs: ``trainop run``'s second Ctrl-C.
+        The supervisor's record follows."""
+        self._stop_replicas(self._row(name, namespace), 0.0)
+
+    def _stop_replicas(self, row: JobRow, grace: float) -> None:
+        """``stop_sessions`` for every replica session of the job that still runs, recorded or only
+        marked (started, not yet recorded: runner.PodRunner._spawn)."""
         sessions = [
             (p.pid, p.ticks)
             for p in self.store.list_processes(row.uid, unfinished=True)
             if p.pid is not None and p.boot == procs.boot_id()
         ]
-        stop_sessions(sessions, 0.0)
+        stop_sessions(sessions, grace)
         procs.kill_marked(ENV_TRAINOP_JOB_UID, row.uid)
 
     def may(self, verb: str, kind: str, namespace: str) -> bool:
@@ -517,6 +508,7 @@ class LocalBackend:
 
     name = "local"
     replicas_here = True
+    wait_poll = POLL
 
     def where(self) -> str:
         """Where this backend's jobs are, for messages (``No jobs in …``)."""
@@ -597,15 +589,7 @@ class LocalBackend:
     def _delete_without_supervisor(self, row: JobRow) -> None:
         """Finish a deletion nobody supervises: stop what is left (SIGTERM, grace, SIGKILL), then
         remove the job, its state and its logs."""
-        sessions = [
-            (p.pid, p.ticks)
-            for p in self.store.list_processes(row.uid, unfinished=True)
-            if p.pid is not None and p.boot == procs.boot_id()
-        ]
-        stop_sessions(
-            sessions, row.deletion_grace if row.deletion_grace is not None else DEFAULT_GRACE_SECONDS
-        )
-        procs.kill_marked(ENV_TRAINOP_JOB_UID, row.uid)  # started, never recorded (PodRunner._spawn)
+        self._stop_replicas(row, DEFAULT_GRACE_SECONDS if row.deletion_grace is None else row.deletion_grace)
         remove_job_files(self.paths, row.namespace, row.name)
         self.store.delete_job(row.uid)
 
@@ -620,34 +604,18 @@ class LocalBackend:
     def set_suspend(
         self, name: str, suspend: bool, namespace: str = "default", *, interrupted: bool = False
     ) -> TrainingJob:
-        """runPolicy.suspend := ``suspend`` (a spec update, as ``kubectl patch`` would make).
+        """runPolicy.suspend := ``suspend``: a merge patch, as ``kubectl patch`` makes (``update``'s
+        rules: a resume removes the interrupted mark).
 
         ``interrupted`` (``trainop run``'s Ctrl-C): the job is also annotated with the time
         (trainop.dev/interrupted), so that it reads as interrupted rather than suspended by a user;
         its replicas stop as a suspend stops them (SIGTERM, their grace period, SIGKILL) while its
-        record, state and logs stay. Resuming removes the mark."""
+        record, state and logs stay."""
         row = self._row(name, namespace)
-        manifest = copy.deepcopy(row.manifest)
-        meta = manifest.setdefault("metadata", {})
-        annotations = meta.get("annotations") if isinstance(meta.get("annotations"), dict) else {}
-        if interrupted:
-            annotations[ANNOTATION_INTERRUPTED] = rfc3339(time.time())
-        elif not suspend:
-            annotations.pop(ANNOTATION_INTERRUPTED, None)
-            drop_dead_client(annotations)
-        if annotations:
-            meta["annotations"] = annotations
-        else:
-            meta.pop("annotations", None)
-        spec = manifest.setdefault("spec", {})
-        run_policy = spec.get("runPolicy")
-        if not isinstance(run_policy, dict):
-            run_policy = spec["runPolicy"] = {}
-        run_policy["suspend"] = suspend
-        manifest.setdefault("metadata", {})["generation"] = (
-            row.generation + 1
-        )  # a spec change, as on the API server
-        self.store.write_manifest(row.uid, manifest)
+        if not interrupted:
+            return self.patch(name, namespace, row.kind, {"spec": {"runPolicy": {"suspend": suspend}}})
+        at = rfc3339(time.time())
+        self.store.write_manifest(row.uid, build_interrupted_manifest(row.manifest, row.generation, at))
         self._wake(row)
         return self.get(name, namespace)
 
@@ -753,19 +721,6 @@ class LocalBackend:
     # ------------------------------------------------------------------------------------------
     # waiting and logs
 
-    def wait(
-        self,
-        name: str,
-        conditions: Sequence[str] = ("Succeeded", "Failed"),
-        namespace: str = "default",
-        timeout: float | None = None,
-    ) -> TrainingJob:
-        """Block until one of ``conditions`` is True, or the job has finished in another way (then the
-        finished job is returned and the caller compares). Raises WaitTimeoutError, NotFoundError."""
-        return wait_for_job(
-            lambda: self.get(name, namespace), name, conditions, timeout, interval=POLL, clock=self.clock
-        )
-
     def logs(
         self,
         name: str,
@@ -790,35 +745,23 @@ class LocalBackend:
     # --- TrainJobs: what trainop run FILE records (backends/local/trainjob_state.py) ---------------
 
     def list_trainjobs(self, namespace: str | None = None) -> list[dict[str, Any]]:
-        from trainop.backends.local import trainjob_state
-
         return trainjob_state.list_trainjobs(self.paths, namespace)
 
     def get_trainjob(self, name: str, namespace: str = "default") -> dict[str, Any]:
-        from trainop.backends.local import trainjob_state
-
         return trainjob_state.read_trainjob(self.paths, namespace, name)
 
     def trainjob_pods(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
-        from trainop.backends.local import trainjob_state
-
         pods: list[dict[str, Any]] = trainjob_state.read_record(self.paths, namespace, name)["pods"]
         return pods
 
     def trainjob_logs(
         self, name: str, namespace: str = "default", *, replica: str | None = None, follow: bool = False
     ) -> Iterator[LogLine]:
-        from trainop.backends.local import trainjob_state
-
         pods = [p["metadata"]["name"] for p in self.trainjob_pods(name, namespace)]  # NotFoundError now
-        if replica is not None and replica not in pods and f"{name}-{replica}" not in pods:
-            short = [p.removeprefix(f"{name}-") for p in pods]
-            raise ReplicaNotFoundError("replica", replica, name, short)
+        check_replica(name, replica, pods)
         return trainjob_state.read_logs(self.paths, namespace, name, pod=replica, follow=follow)
 
     def delete_trainjob(self, name: str, namespace: str = "default", *, grace: float | None = None) -> None:
-        from trainop.backends.local import trainjob_state
-
         trainjob_state.delete_trainjob(
             self.paths, namespace, name, grace=trainjob_state.STOP_GRACE if grace is None else grace
         )
@@ -1130,8 +1073,7 @@ class LogFollower:
                 row = self.backend.store.get_job(self.row.uid)
                 if row is None:
                     return
-                row = self.backend.check_supervisor(row)
-                job = parse_job({**row.manifest, "status": row.status})
+                job = _parse_row(self.backend.check_supervisor(row))
                 unfinished = [
                     p
                     for p in self.backend.store.list_processes(row.uid, unfinished=True)
@@ -1154,19 +1096,20 @@ class LogFollower:
 RENDER_MAX_PODS = 10_000
 
 
-def _render_size_errors(job: TrainingJob) -> list[FieldError]:
+def _too_many_replicas(job: TrainingJob, cap: int, why: Callable[[int, int], str]) -> list[FieldError]:
+    """An error at the largest replica type's count when the job asks for more than ``cap`` replicas in
+    all; ``why(total, number of types)`` says why."""
     counts = {k: (1 if rs.replicas is None else rs.replicas) for k, rs in job.replica_specs.items()}
-    if sum(counts.values()) <= RENDER_MAX_PODS:
+    total = sum(counts.values())
+    if total <= cap:
         return []
     rtype = max(counts, key=lambda k: counts[k])
-    return [
-        FieldError(
-            f"spec.{KIND_INFO[job.kind].replica_map}[{rtype}].replicas",
-            f"Invalid value: {counts[rtype]}: render prints every pod, at most {RENDER_MAX_PODS} per job "
-            f"({sum(counts.values())} asked); render a smaller copy, the cluster itself takes the job "
-            "as it is",
-        )
-    ]
+    path = f"spec.{KIND_INFO[job.kind].replica_map}[{rtype}].replicas"
+    return [FieldError(path, f"Invalid value: {counts[rtype]}: {why(total, len(counts))}")]
+
+
+def _parse_row(row: JobRow) -> TrainingJob:
+    return parse_job({**row.manifest, "status": row.status})
 
 
 def _not_an_object(value: Any) -> str:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainop.backends.base import ContainerRun, LogLine
-from trainop.backends.local.api import LogFollower, replica_label
+from trainop.backends.base import ContainerRun, LogLine, replica_label
+from trainop.backends.local.api import LogFollower
 
 if TYPE_CHECKING:
     from trainop.backends.local.api import LocalBackend
