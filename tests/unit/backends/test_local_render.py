@@ -394,7 +394,6 @@ def test_pod_processes() -> None:
                 env,
             ),
         ),
-        restart_policy="OnFailure",
         grace_seconds=5.0,
     )
     assert build_pod_processes(p, ctx, template_init_count=1) == want
@@ -584,6 +583,6 @@ def test_pod_phase_follows_the_kubelet(policy: str, containers: list[ContainerRu
     p = PodRun(
         obj={"metadata": {"name": "p"}, "spec": {"restartPolicy": policy}}, created_at=0.0, scheduled=True
     )
-    p.plan = PodProcesses((), tuple(c.spec for c in containers), policy, 30.0)
+    p.plan = PodProcesses((), tuple(c.spec for c in containers), 30.0)
     p.mains = containers
     assert compute_phase(p) == want

@@ -10,39 +10,22 @@ mount path like any other: it becomes the volume's directory (render.rewrite_mou
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 PYTHON = "{python}"
 
+# kubeflow-training's storage initializer (model and dataset into /workspace): upstream's ENTRYPOINT
+# is `python -m storage_initializer.storage`, writing to /workspace.
+_INITIALIZER = (PYTHON, "-m", "trainop.programs.storage_initializer", "--workspace", "/workspace")
+# Trainer v2's initializers read STORAGE_URI and write /workspace/dataset or /workspace/model.
+_V2_DATASET = (PYTHON, "-m", "trainop.programs.dataset_initializer", "--workspace", "/workspace")
+_V2_MODEL = (PYTHON, "-m", "trainop.programs.model_initializer", "--workspace", "/workspace")
+# kubeflow-training's Hugging Face LLM trainer: upstream's ENTRYPOINT is `torchrun
+# hf_llm_training.py`; ours launches itself under torchrun.
+_TRAINER = (PYTHON, "-m", "trainop.programs.hf_llm_training")
 
-@dataclass(frozen=True, slots=True)
-class KnownImage:
-    entrypoint: tuple[str, ...]
-    what: str  # for docs and messages
-
-
-_INITIALIZER = KnownImage(
-    # upstream's ENTRYPOINT is `python -m storage_initializer.storage`, writing to /workspace.
-    (PYTHON, "-m", "trainop.programs.storage_initializer", "--workspace", "/workspace"),
-    "kubeflow-training's storage initializer (model and dataset into /workspace)",
-)
-_V2_DATASET = KnownImage(
-    # Trainer v2's initializers read STORAGE_URI and write /workspace/dataset or /workspace/model.
-    (PYTHON, "-m", "trainop.programs.dataset_initializer", "--workspace", "/workspace"),
-    "Kubeflow Trainer v2's dataset initializer (STORAGE_URI into /workspace/dataset)",
-)
-_V2_MODEL = KnownImage(
-    (PYTHON, "-m", "trainop.programs.model_initializer", "--workspace", "/workspace"),
-    "Kubeflow Trainer v2's model initializer (STORAGE_URI into /workspace/model)",
-)
-_TRAINER = KnownImage(
-    # upstream's ENTRYPOINT is `torchrun hf_llm_training.py`; ours launches itself under torchrun.
-    (PYTHON, "-m", "trainop.programs.hf_llm_training"),
-    "kubeflow-training's Hugging Face LLM trainer (torchrun hf_llm_training.py)",
-)
-
-KNOWN_IMAGES: Mapping[str, KnownImage] = MappingProxyType(
+# image repository → its entrypoint here
+KNOWN_IMAGES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "ghcr.io/kubeflow/training-v1/storage-initializer": _INITIALIZER,
         "ghcr.io/kubeflow/training-v1/trainer-huggingface": _TRAINER,
@@ -67,4 +50,4 @@ def build_image_entrypoint(image: str, python: str) -> tuple[str, ...] | None:
     known = KNOWN_IMAGES.get(build_image_repository(image.strip()))
     if known is None:
         return None
-    return tuple(python if part == PYTHON else part for part in known.entrypoint)
+    return tuple(python if part == PYTHON else part for part in known)

@@ -107,17 +107,13 @@ def signal_session(sid: int, leader_ticks: int | None, sig: int) -> int:
     return count
 
 
-def signal_main(pid: int, ticks: int | None, sig: int) -> bool:
+def signal_main(pid: int, ticks: int | None, sig: int) -> None:
     """Send ``sig`` to a replica's main process only, as a kubelet sends SIGTERM to a container's main
     process: passing it on to its children is that process's business (torchrun's agent does), and a
-    second copy from us would run their handlers twice. False when it is gone or the pid was reused."""
-    if not is_alive(pid, ticks):
-        return False
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+    second copy from us would run their handlers twice. Nothing when it is gone or the pid was reused."""
+    if is_alive(pid, ticks):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
 def kill_session(sid: int, leader_ticks: int | None) -> None:

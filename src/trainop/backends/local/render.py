@@ -90,7 +90,6 @@ class ProcessSpec:
 class PodProcesses:
     init: tuple[ProcessSpec, ...]
     main: tuple[ProcessSpec, ...]
-    restart_policy: str
     grace_seconds: float
 
 
@@ -536,7 +535,6 @@ def build_pod_processes(pod: Mapping[str, Any], ctx: LocalContext, template_init
     return PodProcesses(
         init=tuple(inits),
         main=tuple(mains),
-        restart_policy=str(spec.get("restartPolicy") or "Always"),
         grace_seconds=float(grace)
         if isinstance(grace, int | float) and not isinstance(grace, bool)
         else DEFAULT_GRACE_SECONDS,

@@ -37,6 +37,7 @@ from trainop.api.constants import ENV_TRAINOP_JOB_UID
 from trainop.backends.local import procs
 from trainop.backends.local.paths import StatePaths, open_log
 from trainop.backends.local.render import (
+    DEFAULT_GRACE_SECONDS,
     POD_IP,
     LocalContext,
     PodProcesses,
@@ -208,7 +209,7 @@ class PodRun:
     mains: list[ContainerRun] = field(default_factory=list)
     deletion_ts: float | None = None
     kill_at: float | None = None
-    grace: float = 30.0
+    grace: float = DEFAULT_GRACE_SECONDS  # its plan's, once prepared
     transitions: dict[str, tuple[str, float]] = field(default_factory=dict)
     gpus: dict[str, tuple[str, ...]] = field(default_factory=dict)  # container → GPU ids
 
@@ -308,9 +309,8 @@ class PodRunner:
                 pod.kill_at = now + grace
             return
         pod.deletion_ts = now
-        pod.grace = (
-            pod.plan.grace_seconds if (grace is None and pod.plan) else (grace if grace is not None else 30.0)
-        )
+        if grace is not None:  # else the pod's own (terminationGracePeriodSeconds)
+            pod.grace = grace
         pod.kill_at = now + pod.grace
         for c in pod.all_runs():
             c.next_start = None

@@ -265,6 +265,11 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
+    def _commit(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """One statement in a transaction of its own (``tx``)."""
+        with self.tx() as c:
+            return c.execute(sql, args)
+
     @contextlib.contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the database lock at once (BEGIN IMMEDIATE). On any error,
@@ -285,10 +290,7 @@ class Store:
     def insert_job(self, row: JobRow) -> None:
         try:
             values = [_dumps(getattr(row, k)) if k in _JSON_FIELDS else getattr(row, k) for k in _JOB_FIELDS]
-            with self.tx() as c:
-                c.execute(
-                    f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values
-                )
+            self._commit(f"INSERT INTO jobs ({_JOB_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values)
         except sqlite3.IntegrityError:
             existing = self.find_job(row.namespace, row.name)
             kind = existing.kind if existing else row.kind
@@ -305,15 +307,12 @@ class Store:
         return _job_from_row(r) if r else None
 
     def list_jobs(self, namespace: str | None = None, kind: str | None = None) -> list[JobRow]:
-        sql = f"SELECT {_JOB_COLUMNS} FROM jobs WHERE 1=1"
-        args: list[Any] = []
-        if namespace is not None:
-            sql += " AND namespace = ?"
-            args.append(namespace)
-        if kind is not None:
-            sql += " AND kind = ?"
-            args.append(kind)
-        return [_job_from_row(r) for r in self.conn.execute(sql + " ORDER BY created_at, name", args)]
+        rows = self.conn.execute(
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE (? IS NULL OR namespace = ?) AND (? IS NULL OR kind = ?) "
+            "ORDER BY created_at, name",
+            (namespace, namespace, kind, kind),
+        )
+        return [_job_from_row(r) for r in rows]
 
     def job_generation(self, uid: str) -> tuple[int, float | None] | None:
         """(generation, deletion_requested_at): the cheap poll a supervisor runs between passes."""
@@ -323,8 +322,7 @@ class Store:
         return (r[0], r[1]) if r else None
 
     def write_status(self, uid: str, status: dict[str, Any]) -> None:
-        with self.tx() as c:
-            c.execute("UPDATE jobs SET status = ? WHERE uid = ?", (_dumps(status), uid))
+        self._commit("UPDATE jobs SET status = ? WHERE uid = ?", (_dumps(status), uid))
 
     def write_manifest(self, uid: str, manifest: dict[str, Any]) -> int:
         """Replace the job's manifest (a user update such as suspend); returns the new generation."""
@@ -337,47 +335,42 @@ class Store:
         return int(r[0]) if r else 0
 
     def request_deletion(self, uid: str, now: float, grace: float | None) -> None:
-        with self.tx() as c:
-            c.execute(
-                "UPDATE jobs SET deletion_requested_at = COALESCE(deletion_requested_at, ?), "
-                "deletion_grace = ?, generation = generation + 1 WHERE uid = ?",
-                (now, grace, uid),
-            )
+        self._commit(
+            "UPDATE jobs SET deletion_requested_at = COALESCE(deletion_requested_at, ?), "
+            "deletion_grace = ?, generation = generation + 1 WHERE uid = ?",
+            (now, grace, uid),
+        )
 
     def delete_job(self, uid: str) -> None:
         """Remove the job and, by cascade, its pods, objects, events, processes, ports and GPUs."""
-        with self.tx() as c:
-            c.execute("DELETE FROM jobs WHERE uid = ?", (uid,))
+        self._commit("DELETE FROM jobs WHERE uid = ?", (uid,))
 
     # ---- supervisor identity ----
     def claim_supervisor(self, uid: str, pid: int, ticks: int | None, boot: str, now: float) -> bool:
         """A starting supervisor takes the job; False when another one already holds it."""
-        with self.tx() as c:
-            cur = c.execute(
-                "UPDATE jobs SET supervisor_state = 'running', supervisor_pid = ?, supervisor_ticks = ?, "
-                "supervisor_boot = ?, supervisor_since = ? WHERE uid = ? AND supervisor_state = 'starting'",
-                (pid, ticks, boot, now, uid),
-            )
+        cur = self._commit(
+            "UPDATE jobs SET supervisor_state = 'running', supervisor_pid = ?, supervisor_ticks = ?, "
+            "supervisor_boot = ?, supervisor_since = ? WHERE uid = ? AND supervisor_state = 'starting'",
+            (pid, ticks, boot, now, uid),
+        )
         return cur.rowcount == 1
 
     def release_supervisor(self, uid: str, pid: int) -> None:
-        with self.tx() as c:
-            c.execute(
-                "UPDATE jobs SET supervisor_state = 'exited', supervisor_pid = NULL, supervisor_since = NULL "
-                "WHERE uid = ? AND supervisor_pid = ?",
-                (uid, pid),
-            )
+        self._commit(
+            "UPDATE jobs SET supervisor_state = 'exited', supervisor_pid = NULL, supervisor_since = NULL "
+            "WHERE uid = ? AND supervisor_pid = ?",
+            (uid, pid),
+        )
 
     def mark_supervisor_starting(self, row: JobRow, now: float) -> bool:
         """Compare-and-swap from the state ``row`` shows to 'starting'; True for the one caller that wins
         (so two shells that notice a lost supervisor at once start only one replacement)."""
-        with self.tx() as c:
-            cur = c.execute(
-                "UPDATE jobs SET supervisor_state = 'starting', supervisor_pid = NULL, supervisor_ticks "
-                "= NULL, supervisor_boot = NULL, supervisor_since = ? WHERE uid = ? AND supervisor_state = ? "
-                "AND supervisor_pid IS ? AND supervisor_since IS ?",
-                (now, row.uid, row.supervisor_state, row.supervisor_pid, row.supervisor_since),
-            )
+        cur = self._commit(
+            "UPDATE jobs SET supervisor_state = 'starting', supervisor_pid = NULL, supervisor_ticks "
+            "= NULL, supervisor_boot = NULL, supervisor_since = ? WHERE uid = ? AND supervisor_state = ? "
+            "AND supervisor_pid IS ? AND supervisor_since IS ?",
+            (now, row.uid, row.supervisor_state, row.supervisor_pid, row.supervisor_since),
+        )
         return cur.rowcount == 1
 
     # ---- pods and other owned objects ----
@@ -390,32 +383,27 @@ class Store:
             )
 
     def remove_pod(self, uid: str, name: str) -> None:
-        with self.tx() as c:
-            c.execute("DELETE FROM pods WHERE job_uid = ? AND name = ?", (uid, name))
+        self._commit("DELETE FROM pods WHERE job_uid = ? AND name = ?", (uid, name))
 
     def list_pods(self, uid: str) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT obj FROM pods WHERE job_uid = ? ORDER BY name", (uid,))
         return [json.loads(r[0]) for r in rows]
 
     def write_object(self, uid: str, obj: dict[str, Any]) -> None:
-        with self.tx() as c:
-            c.execute(
-                "INSERT INTO objects (job_uid, kind, name, obj) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (job_uid, kind, name) DO UPDATE SET obj = excluded.obj",
-                (uid, obj["kind"], obj["metadata"]["name"], _dumps(obj)),
-            )
+        self._commit(
+            "INSERT INTO objects (job_uid, kind, name, obj) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (job_uid, kind, name) DO UPDATE SET obj = excluded.obj",
+            (uid, obj["kind"], obj["metadata"]["name"], _dumps(obj)),
+        )
 
     def remove_object(self, uid: str, kind: str, name: str) -> None:
-        with self.tx() as c:
-            c.execute("DELETE FROM objects WHERE job_uid = ? AND kind = ? AND name = ?", (uid, kind, name))
+        self._commit("DELETE FROM objects WHERE job_uid = ? AND kind = ? AND name = ?", (uid, kind, name))
 
     def list_objects(self, uid: str, kind: str | None = None) -> list[dict[str, Any]]:
-        if kind is None:
-            rows = self.conn.execute("SELECT obj FROM objects WHERE job_uid = ? ORDER BY kind, name", (uid,))
-        else:
-            rows = self.conn.execute(
-                "SELECT obj FROM objects WHERE job_uid = ? AND kind = ? ORDER BY name", (uid, kind)
-            )
+        rows = self.conn.execute(
+            "SELECT obj FROM objects WHERE job_uid = ? AND (? IS NULL OR kind = ?) ORDER BY kind, name",
+            (uid, kind, kind),
+        )
         return [json.loads(r[0]) for r in rows]
 
     # ---- events (aggregated like the API server: same type, reason, message → count + 1) ----
@@ -447,11 +435,10 @@ class Store:
 
     # ---- progress posted by the replicas (Trainer v2's trainerStatus), kept as a history ----
     def add_progress(self, uid: str, replica: str, status: dict[str, Any], now: float) -> None:
-        with self.tx() as c:
-            c.execute(
-                "INSERT INTO progress (job_uid, replica, ts, status) VALUES (?, ?, ?, ?)",
-                (uid, replica, now, _dumps(status)),
-            )
+        self._commit(
+            "INSERT INTO progress (job_uid, replica, ts, status) VALUES (?, ?, ?, ?)",
+            (uid, replica, now, _dumps(status)),
+        )
 
     def list_progress(self, uid: str, limit: int = 10_000) -> list[tuple[str, float, dict[str, Any]]]:
         """(replica, time, trainerStatus), oldest first: the newest ``limit`` posts."""
@@ -471,20 +458,18 @@ class Store:
         return 0 if r[0] is None else int(r[0]) + 1
 
     def add_process(self, p: ProcessRow) -> None:
-        with self.tx() as c:
-            values = dataclasses.astuple(p)
-            marks = ", ".join("?" * len(values))
-            c.execute(f"INSERT OR REPLACE INTO processes ({_PROCESS_COLUMNS}) VALUES ({marks})", values)
+        values = dataclasses.astuple(p)
+        marks = ", ".join("?" * len(values))
+        self._commit(f"INSERT OR REPLACE INTO processes ({_PROCESS_COLUMNS}) VALUES ({marks})", values)
 
     def finish_process(
         self, uid: str, pod: str, container: str, attempt: int, exit_code: int, now: float
     ) -> None:
-        with self.tx() as c:
-            c.execute(
-                "UPDATE processes SET finished_at = ?, exit_code = ? "
-                "WHERE job_uid = ? AND pod = ? AND container = ? AND attempt = ? AND finished_at IS NULL",
-                (now, exit_code, uid, pod, container, attempt),
-            )
+        self._commit(
+            "UPDATE processes SET finished_at = ?, exit_code = ? "
+            "WHERE job_uid = ? AND pod = ? AND container = ? AND attempt = ? AND finished_at IS NULL",
+            (now, exit_code, uid, pod, container, attempt),
+        )
 
     def list_processes(self, uid: str, *, unfinished: bool = False) -> list[ProcessRow]:
         sql = f"SELECT {_PROCESS_COLUMNS} FROM processes WHERE job_uid = ?"
@@ -503,11 +488,10 @@ class Store:
     def reserve_port(self, uid: str, rtype: str, index: int, port: int) -> bool:
         """Record ``port`` for the replica unless another job (or replica) holds it."""
         try:
-            with self.tx() as c:
-                c.execute(
-                    "INSERT INTO ports (port, job_uid, replica_type, replica_index) VALUES (?, ?, ?, ?)",
-                    (port, uid, rtype, index),
-                )
+            self._commit(
+                "INSERT INTO ports (port, job_uid, replica_type, replica_index) VALUES (?, ?, ?, ?)",
+                (port, uid, rtype, index),
+            )
         except sqlite3.IntegrityError:
             return False
         return True
@@ -552,8 +536,7 @@ class Store:
         return out
 
     def release_gpus(self, uid: str, pod: str) -> None:
-        with self.tx() as c:
-            c.execute("DELETE FROM gpus WHERE job_uid = ? AND pod = ?", (uid, pod))
+        self._commit("DELETE FROM gpus WHERE job_uid = ? AND pod = ?", (uid, pod))
 
     # ---- gang admission (issue 11; core/admission.py decides) ----
     def admit_gang(self, request: GangRequest, inventory: Sequence[str]) -> Admission:

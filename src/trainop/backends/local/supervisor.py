@@ -504,25 +504,21 @@ class _LocalWriter:
         self.pods_written = False
 
     async def apply_batch(self, batch: Sequence[Action]) -> list[str | None]:
-        results: list[str | None] = []
-        for action in batch:
-            try:
-                self._one(action)
-            except Exception as exc:
-                results.append(str(exc) or type(exc).__name__)
-            else:
-                results.append(None)
-        return results
+        return [self._one(action) for action in batch]
 
-    def _one(self, action: Action) -> None:
-        if isinstance(action, CreateObject | UpdateObject):
-            self.sup._apply_object(action.obj, create=isinstance(action, CreateObject), now=self.now)
-        elif isinstance(action, DeleteObject):
-            if action.kind == "Pod":
+    def _one(self, action: Action) -> str | None:
+        """Apply ``action``; what went wrong, or None."""
+        try:
+            if isinstance(action, CreateObject | UpdateObject):
+                self.sup._apply_object(action.obj, create=isinstance(action, CreateObject), now=self.now)
+            elif isinstance(action, DeleteObject) and action.kind == "Pod":
                 self.sup.runner.delete(action.name)
-            else:
+            elif isinstance(action, DeleteObject):
                 self.sup.store.remove_object(self.sup.uid, action.kind, action.name)
-        # DeleteJob: ``_pass`` deletes the job once its replicas are stopped (``_delete_job``).
+            # DeleteJob: ``_pass`` deletes the job once its replicas are stopped (``_delete_job``).
+        except Exception as exc:
+            return str(exc) or type(exc).__name__
+        return None
 
     async def write_status(self, plan: Plan) -> None:
         # The pods first, so that a reader who sees the new status also sees the pods behind it.

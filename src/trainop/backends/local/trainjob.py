@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +48,7 @@ from trainop.backends.local.paths import ensure_home
 from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.procs import start_ticks
 from trainop.backends.local.render import LocalContext, ProcessSpec, build_pod_processes
-from trainop.backends.local.trainjob_state import TrainJobRecord, build_identity
+from trainop.backends.local.trainjob_state import STOP_GRACE, TrainJobRecord, build_identity
 from trainop.core.trainjob import (
     LoopbackTrainJobTopology,
     PodPlan,
@@ -68,7 +68,6 @@ from trainop.frameworks.registry import REGISTRY
 
 ENV_TRAINOP_RUNTIMES = "TRAINOP_RUNTIMES"  # a directory of extra runtime manifests
 POLL = 0.05
-STOP_GRACE = 5.0
 
 
 def shipped_runtime_dirs() -> list[Path]:
@@ -121,10 +120,19 @@ def split_trainer_documents(docs: Sequence[Any]) -> tuple[TrainJob, list[Trainin
     return jobs[0], runtimes
 
 
-def resolve_locally(job: TrainJob, runtimes: Sequence[TrainingRuntime]) -> ResolvedTrainJob:
-    """The TrainJob on its runtime with node 0 at 127.0.0.1 on a free port. Raises InvalidJobError."""
+def resolve_file(
+    docs: Sequence[Any], *, namespace: str | None = None, local: bool = False
+) -> ResolvedTrainJob:
+    """The file's TrainJob on its runtime (beside it in the file, under ``$TRAINOP_RUNTIMES`` or
+    shipped): as a cluster runs it, or ``local``: node 0 at 127.0.0.1 on a free port. Raises
+    InvalidJobError."""
+    job, runtimes = split_trainer_documents(docs)
+    if namespace is not None:
+        job.metadata.namespace = namespace
     try:
-        runtime = find_runtime(job, runtimes)
+        runtime = find_runtime(job, [*runtimes, *load_runtimes(shipped_runtime_dirs())])
+        if not local:
+            return resolve_trainjob(job, runtime, REGISTRY)
         ml = runtime.spec.ml_policy
         if ml is not None and ml.mpi is not None:
             raise RuntimeResolutionError(
@@ -173,20 +181,16 @@ class LocalTrainJobRun:
         base_dir: Path,
         out: IO[str],
         *,
-        host_env: Mapping[str, str] | None = None,
-        workdir: Path | None = None,
         record: TrainJobRecord | None = None,
     ) -> None:
         self.resolved = resolved
         self.base_dir = base_dir
         self.out = out
-        self.host_env = build_host_env(os.environ if host_env is None else host_env)
+        self.host_env = build_host_env(os.environ)
         self.host_env.setdefault("PYTHONUNBUFFERED", "1")
-        self._own_workdir = workdir is None
-        self.workdir = workdir or Path(tempfile.mkdtemp(prefix=f"trainop-{resolved.job.name}-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"trainop-{resolved.job.name}-"))
         self.pods: dict[str, _PodState] = {}
         self.lock = threading.Lock()
-        self.stopping = False
         self.reason = ""
         self.record = record
         self.created = datetime.now(UTC)
@@ -264,8 +268,7 @@ class LocalTrainJobRun:
             self.reason = "interrupted"
         finally:
             self._stop_all()
-            if self._own_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+            shutil.rmtree(self.workdir, ignore_errors=True)
         self._save(verdict)
         self._say(f"TrainJob {job.name} {verdict}" + (f": {self.reason}" if self.reason else ""))
         return 0 if verdict == "Complete" else 1
@@ -301,15 +304,16 @@ class LocalTrainJobRun:
                 self.resolved, {p["metadata"]["name"]: p for p in pods}, suspended=False
             ),
         }
+        now = datetime.now(UTC)
         if verdict == "Complete":
             set_condition(
-                status, COND_TRAINJOB_COMPLETE, "True", REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED, _now()
+                status, COND_TRAINJOB_COMPLETE, "True", REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED, now
             )
         elif verdict == "Failed":
             # JobSet's reasons: FailedJobs, or ReachedMaxRestarts under a failurePolicy.
             reason = REASON_FAILED_JOBS if self.policy_max_restarts is None else REASON_REACHED_MAX_RESTARTS
             reason = reason if self.reason != "interrupted" else "Interrupted"
-            set_condition(status, COND_FAILED, "True", reason, self.reason or MESSAGE_FAILED_JOBS, _now())
+            set_condition(status, COND_FAILED, "True", reason, self.reason or MESSAGE_FAILED_JOBS, now)
         obj["status"] = status
         live = [p for s in self.pods.values() for p in s.running if p.popen.poll() is None]
         return {
@@ -440,10 +444,6 @@ class LocalTrainJobRun:
             proc.reader.join(timeout=1)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _signal_group(popen: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(popen.pid, sig)
@@ -453,11 +453,8 @@ def run_trainjob_file(
     docs: Sequence[Any], base_dir: Path, out: IO[str], *, namespace: str | None = None
 ) -> int:
     """``trainop run FILE`` for a file holding a TrainJob (and optionally runtimes)."""
-    job, runtimes = split_trainer_documents(docs)
-    if namespace is not None:
-        job.metadata.namespace = namespace
-    resolved = resolve_locally(job, [*runtimes, *load_runtimes(shipped_runtime_dirs())])
-    record = TrainJobRecord(ensure_home(), job.namespace, job.name)
+    resolved = resolve_file(docs, namespace=namespace, local=True)
+    record = TrainJobRecord(ensure_home(), resolved.job.namespace, resolved.job.name)
     # trainop delete stops a running TrainJob with SIGTERM to this process: stop the pods as Ctrl-C does
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -472,20 +469,5 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def render_trainjob(docs: Sequence[Any]) -> list[dict[str, Any]]:
     """The pods and objects a TrainJob becomes on a cluster (``trainop run --dry-run`` / render)."""
-    job, runtimes = split_trainer_documents(docs)
-    try:
-        runtime = find_runtime(job, [*runtimes, *load_runtimes(shipped_runtime_dirs())])
-        resolved = resolve_trainjob(job, runtime, REGISTRY)
-    except RuntimeResolutionError as exc:
-        raise InvalidJobError(exc.errors, kind=job.kind, name=job.name) from None
+    resolved = resolve_file(docs)
     return [*resolved.objects, resolved.build_service(), *(p.pod for p in resolved.pods())]
-
-
-__all__ = [
-    "LocalTrainJobRun",
-    "load_runtimes",
-    "render_trainjob",
-    "resolve_locally",
-    "run_trainjob_file",
-    "shipped_runtime_dirs",
-]
