@@ -4,19 +4,7 @@
 ``python -m trainop.programs.dataset_initializer [--workspace DIR]``
 """
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-
-from trainop.programs.common import run_main
-from trainop.programs.v2_initializer import main_for
-
-PROG = "dataset-initializer"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return main_for("dataset", PROG, argv)
-
+from trainop.programs.v2_initializer import run
 
 if __name__ == "__main__":
-    raise SystemExit(run_main(PROG, main, None))
+    run("dataset")

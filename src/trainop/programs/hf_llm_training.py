@@ -29,16 +29,22 @@ from pathlib import Path
 from typing import Any
 
 from trainop.programs.common import EXIT_USAGE, ProgramError, need, parse_json_object, run_main, version_of
-from trainop.programs.sources import build_model_source, build_repo_folder
+from trainop.programs.sources import (
+    DATA_SUFFIXES,
+    build_model_source,
+    build_repo_folder,
+    find_data_files,
+    is_saved_dataset,
+)
 
 PROG = "trainer"
 MODULE = "trainop.programs.hf_llm_training"
 TEXT_COLUMN = "text"  # upstream tokenizes this column, hard-coded
 LABEL_COLUMNS = ("label", "labels")
-DATA_SUFFIXES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
 # A tokenizer saved without model_max_length reports 1e30 (transformers' VERY_LARGE_INTEGER).
 UNSET_MAX_LENGTH = 10**9
 ROW_COLUMN = "__trainop_row"
+BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 # The client's library versions, when the caller passed them (trainop's train() does: docs/finetune.md).
 ENV_CLIENT_VERSIONS = "TRAINOP_CLIENT_VERSIONS"
 SUPPORTED_TYPES = (
@@ -82,11 +88,7 @@ def coerce_value(value: Any, default: Any) -> Any:
     if value is None or default is None or not isinstance(value, str):
         return value
     if isinstance(default, bool):
-        if value.lower() in ("true", "1", "yes"):
-            return True
-        if value.lower() in ("false", "0", "no"):
-            return False
-        return value
+        return BOOL_WORDS.get(value.lower(), value)
     for kind in (int, float):
         if isinstance(default, kind):
             try:
@@ -256,9 +258,9 @@ def load_dataset_dir(dataset_dir: str) -> Any:
         raise ProgramError(
             f"--dataset_dir {dataset_dir}: no such directory (the storage initializer writes it: did it run?)"
         )
-    if (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
+    if is_saved_dataset(path):
         return datasets.load_from_disk(dataset_dir, keep_in_memory=True)
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES)
+    files = find_data_files(path)
     if not files:
         raise ProgramError(
             f"--dataset_dir {dataset_dir}: neither a save_to_disk directory nor json/csv/parquet/arrow files"
@@ -296,18 +298,13 @@ def check_columns(ds: Any) -> None:
 
 def compute_ranges(rows: Sequence[int]) -> str:
     """``[0, 1, 2, 5]`` → ``0-2,5``: a shard's rows, short enough to log."""
-    out: list[str] = []
-    start = prev = None
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive rows
     for r in rows:
-        if prev is not None and r == prev + 1:
-            prev = r
-            continue
-        if start is not None:
-            out.append(f"{start}-{prev}" if start != prev else f"{start}")
-        start = prev = r
-    if start is not None:
-        out.append(f"{start}-{prev}" if start != prev else f"{start}")
-    return ",".join(out)
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ",".join(f"{first}-{last}" if first != last else f"{first}" for first, last in runs)
 
 
 def shard(ds: Any, rank: int, world: int, what: str) -> Any:

@@ -1,5 +1,6 @@
 """Where a ``model_uri`` points, read as upstream's programs read it (``urlparse``: netloc + path),
-and where the Hugging Face hub-cache layout keeps a repository. Pure: no import of the heavy libraries."""
+where the Hugging Face hub-cache layout keeps a repository, and which files of a directory are a
+dataset. Pure: no import of the heavy libraries."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 OFFLINE_VALUES = frozenset({"1", "on", "yes", "true"})
+DATA_SUFFIXES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
+SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")  # what datasets' save_to_disk writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +46,13 @@ def detect_offline(env: dict[str, str] | None = None) -> bool:
     """``HF_HUB_OFFLINE`` set to a true value (huggingface_hub's own reading of it)."""
     value = (env if env is not None else dict(os.environ)).get("HF_HUB_OFFLINE", "")
     return value.strip().lower() in OFFLINE_VALUES
+
+
+def is_saved_dataset(folder: Path) -> bool:
+    """Whether ``folder`` is a directory datasets' ``save_to_disk`` wrote."""
+    return any((folder / f).is_file() for f in SAVED_DATASET_FILES)
+
+
+def find_data_files(folder: Path) -> list[Path]:
+    """The json/csv/parquet/arrow files under ``folder``, sorted."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES)

@@ -23,15 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from trainop.programs.common import ProgramError, need, parse_json_object, run_main
-from trainop.programs.sources import ModelSource, build_model_source, build_repo_folder, detect_offline
+from trainop.programs.sources import (
+    DATA_SUFFIXES,
+    ModelSource,
+    build_model_source,
+    build_repo_folder,
+    detect_offline,
+    find_data_files,
+    is_saved_dataset,
+)
 
 PROG = "storage-initializer"
 DEFAULT_WORKSPACE = "/workspace"  # upstream's INIT_CONTAINER_MOUNT_PATH
 MODEL_PARAMS = ("model_uri", "transformer_type", "access_token", "num_labels")
 HF_DATASET_PARAMS = ("repo_id", "access_token", "split")
 S3_DATASET_PARAMS = ("endpoint_url", "bucket_name", "file_key", "region_name", "access_key", "secret_key")
-DATA_SUFFIXES = {".json": "json", ".jsonl": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
-SAVED_DATASET_FILES = ("dataset_dict.json", "state.json")
 # upstream's HuggingFaceModelParams names Auto* classes; any transformers AutoModel* name is accepted.
 TRANSFORMER_TYPE = re.compile(r"^AutoModel[A-Za-z]*$")
 
@@ -135,7 +141,7 @@ def write_hf_dataset(params: dict[str, Any], workspace: Path) -> None:
     local = Path(repo_id.removeprefix("file://"))
     dest = workspace / "dataset"
     try:
-        if local.is_dir() and any((local / f).is_file() for f in SAVED_DATASET_FILES):
+        if local.is_dir() and is_saved_dataset(local):
             ds = datasets.load_from_disk(str(local))
             if split is not None:
                 if not isinstance(ds, datasets.DatasetDict) or split not in ds:
@@ -144,8 +150,7 @@ def write_hf_dataset(params: dict[str, Any], workspace: Path) -> None:
                     )
                 ds = ds[split]
         elif local.is_dir():
-            files = _data_files(local)
-            if not files:
+            if not find_data_files(local):
                 raise ProgramError(
                     f"repo_id {repo_id!r}: the directory has no {'/'.join(sorted(set(DATA_SUFFIXES)))} "
                     "data files and is not a save_to_disk directory"
@@ -163,10 +168,6 @@ def write_hf_dataset(params: dict[str, Any], workspace: Path) -> None:
         raise ProgramError(f"dataset repo_id {repo_id!r}{offline}: {e}".replace("\n", " ")) from None
     ds.save_to_disk(str(dest))
     log(f"dataset {repo_id}: saved to {dest}")
-
-
-def _data_files(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES]
 
 
 def write_s3_dataset(params: dict[str, Any], workspace: Path) -> None:

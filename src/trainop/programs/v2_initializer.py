@@ -16,10 +16,11 @@ import argparse
 import os
 import shutil
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlparse
 
-from trainop.programs.common import ProgramError, need
+from trainop.programs.common import ProgramError, need, run_main
 from trainop.programs.storage_initializer import DEFAULT_WORKSPACE, log, write_s3_dataset
 
 ENV_URI = "STORAGE_URI"
@@ -105,7 +106,12 @@ def _from_s3(bucket: str, prefix: str, workspace: Path, env: Mapping[str, str]) 
     )
 
 
-def main_for(what: str, prog: str, argv: Sequence[str] | None) -> int:
-    args = build_parser(prog, what).parse_args(argv)
+def main_for(what: str, argv: Sequence[str] | None = None) -> int:
+    args = build_parser(f"{what}-initializer", what).parse_args(argv)
     initialize(what, Path(args.workspace), os.environ)
     return 0
+
+
+def run(what: str) -> None:
+    """The entrypoint ``python -m trainop.programs.<what>_initializer``: exit with main_for's status."""
+    raise SystemExit(run_main(f"{what}-initializer", partial(main_for, what), None))

@@ -17,7 +17,7 @@ import textwrap
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from trainop.api import errors as api_errors
 from trainop.api.constants import ANNOTATION_FAILURE_POLICY
@@ -65,6 +65,46 @@ class _StreamEnd:
         self.error = error
 
 
+class _IsJob(Protocol):
+    """``is_job_<condition>``'s signature, upstream's (a method made by ``_is_job``)."""
+
+    def __call__(
+        self,
+        name: str | None = None,
+        namespace: str | None = None,
+        job_kind: str | None = None,
+        job: Any = None,
+        timeout: int = constants.DEFAULT_TIMEOUT,
+    ) -> bool: ...
+
+
+def _is_job(condition: str, example: bool) -> _IsJob:
+    """The method ``is_job_<condition>``: whether the job has condition ``condition``=True (upstream's
+    five methods differ only in the condition)."""
+
+    def method(
+        self: TrainingClient,
+        name: str | None = None,
+        namespace: str | None = None,
+        job_kind: str | None = None,
+        job: Any = None,
+        timeout: int = constants.DEFAULT_TIMEOUT,
+    ) -> bool:
+        return utils.has_condition(
+            self.get_job_conditions(name, namespace, job_kind, job, timeout), condition
+        )
+
+    method.__name__ = f"is_job_{condition.lower()}"
+    method.__qualname__ = f"TrainingClient.{method.__name__}"
+    method.__doc__ = f"""True if the job has condition {condition}=True.
+
+        Example:
+            >>> client.{method.__name__}("mnist")
+            {example}
+        """
+    return cast(_IsJob, method)
+
+
 class TrainingClient:
     """Create, watch and manage kubeflow.org/v1 training jobs, on Kubernetes or on this machine.
 
@@ -102,9 +142,7 @@ class TrainingClient:
         backend: str | JobClient | None = None,
         local_home: str | os.PathLike[str] | None = None,
     ) -> None:
-        if job_kind not in constants.JOB_PARAMETERS:
-            raise ValueError(f"Job kind must be one of these: {list(constants.JOB_PARAMETERS)}")
-        self.job_kind = job_kind
+        self.job_kind = _checked_kind(job_kind)
         kube_args = [
             k
             for k, v in (
@@ -251,22 +289,16 @@ class TrainingClient:
                 self.backend.check_local_queue(ns, queue_name)
             except ClusterError as e:  # upstream's _check_queue_exists raised ConnectionError
                 raise ConnectionError(str(e)) from build_cause(e)
-        target = (kind, ns, job_name)
-        if isolated_env and packages_to_install:
-            packages = list(packages_to_install)
-            self._request(
-                f"Failed to create {kind}: {ns}/{job_name}",
-                f"Timeout to create {kind}: {ns}/{job_name}",
-                lambda: self.backend.submit_isolated(obj, packages=packages, index_url=pip_index_url),
-                target,
-            )
-        else:
-            self._request(
-                f"Failed to create {kind}: {ns}/{job_name}",
-                f"Timeout to create {kind}: {ns}/{job_name}",
-                lambda: self.backend.submit(obj),
-                target,
-            )
+        packages = list(packages_to_install or [])
+        self._request(
+            f"create {kind}: {ns}/{job_name}",
+            lambda: (
+                self.backend.submit_isolated(obj, packages=packages, index_url=pip_index_url)
+                if isolated_env and packages
+                else self.backend.submit(obj)
+            ),
+            (kind, ns, job_name),
+        )
         logger.debug("%s %s/%s has been created", obj["kind"], meta["namespace"], meta.get("name"))
 
     # ------------------------------------------------------------------------------------------------
@@ -292,8 +324,7 @@ class TrainingClient:
         kind = self._kind(job_kind)
         ns = namespace or self.namespace
         job = self._request(
-            f"Failed to get {kind}: {ns}/{name}",
-            f"Timeout to get {kind}: {ns}/{name}",
+            f"get {kind}: {ns}/{name}",
             lambda: self.backend.get(name, ns, kind, timeout=timeout),
             (kind, ns, name),
         )
@@ -314,11 +345,10 @@ class TrainingClient:
         kind = self._kind(job_kind)
         ns = namespace or self.namespace
         jobs = self._request(
-            # Upstream's words, its doubled colon included.
-            f"Failed to list {kind}s in namespace: : {ns}",
-            f"Timeout to list {kind}s in namespace: {ns}",
+            f"list {kind}s in namespace: {ns}",
             lambda: self.backend.list_jobs(ns, kind, timeout=timeout),
             (kind, ns, ""),
+            failed=f"Failed to list {kind}s in namespace: : {ns}",  # upstream's words, doubled colon too
         )
         return [build_model(j.to_dict(), SDK_JOB_MODELS[kind]) for j in jobs]
 
@@ -347,85 +377,11 @@ class TrainingClient:
             job = self.get_job(name, namespace, kind, timeout)
         return _conditions_of(job)
 
-    def is_job_created(
-        self,
-        name: str | None = None,
-        namespace: str | None = None,
-        job_kind: str | None = None,
-        job: Any = None,
-        timeout: int = constants.DEFAULT_TIMEOUT,
-    ) -> bool:
-        """True if the job has condition Created=True.
-
-        Example:
-            >>> client.is_job_created("mnist")
-            True
-        """
-        return self._has(constants.JOB_CONDITION_CREATED, name, namespace, job_kind, job, timeout)
-
-    def is_job_running(
-        self,
-        name: str | None = None,
-        namespace: str | None = None,
-        job_kind: str | None = None,
-        job: Any = None,
-        timeout: int = constants.DEFAULT_TIMEOUT,
-    ) -> bool:
-        """True if the job has condition Running=True.
-
-        Example:
-            >>> client.is_job_running("mnist")
-            False
-        """
-        return self._has(constants.JOB_CONDITION_RUNNING, name, namespace, job_kind, job, timeout)
-
-    def is_job_restarting(
-        self,
-        name: str | None = None,
-        namespace: str | None = None,
-        job_kind: str | None = None,
-        job: Any = None,
-        timeout: int = constants.DEFAULT_TIMEOUT,
-    ) -> bool:
-        """True if the job has condition Restarting=True.
-
-        Example:
-            >>> client.is_job_restarting("mnist")
-            False
-        """
-        return self._has(constants.JOB_CONDITION_RESTARTING, name, namespace, job_kind, job, timeout)
-
-    def is_job_succeeded(
-        self,
-        name: str | None = None,
-        namespace: str | None = None,
-        job_kind: str | None = None,
-        job: Any = None,
-        timeout: int = constants.DEFAULT_TIMEOUT,
-    ) -> bool:
-        """True if the job has condition Succeeded=True.
-
-        Example:
-            >>> client.is_job_succeeded("mnist")
-            True
-        """
-        return self._has(constants.JOB_CONDITION_SUCCEEDED, name, namespace, job_kind, job, timeout)
-
-    def is_job_failed(
-        self,
-        name: str | None = None,
-        namespace: str | None = None,
-        job_kind: str | None = None,
-        job: Any = None,
-        timeout: int = constants.DEFAULT_TIMEOUT,
-    ) -> bool:
-        """True if the job has condition Failed=True.
-
-        Example:
-            >>> client.is_job_failed("mnist")
-            False
-        """
-        return self._has(constants.JOB_CONDITION_FAILED, name, namespace, job_kind, job, timeout)
+    is_job_created = _is_job(constants.JOB_CONDITION_CREATED, example=True)
+    is_job_running = _is_job(constants.JOB_CONDITION_RUNNING, example=False)
+    is_job_restarting = _is_job(constants.JOB_CONDITION_RESTARTING, example=False)
+    is_job_succeeded = _is_job(constants.JOB_CONDITION_SUCCEEDED, example=True)
+    is_job_failed = _is_job(constants.JOB_CONDITION_FAILED, example=False)
 
     def wait_for_job_conditions(
         self,
@@ -530,8 +486,7 @@ class TrainingClient:
                 return []
 
         pods = self._request(
-            f"Failed to list pods for Job: {ns}/{name}",
-            f"Timeout to list pods for Job: {ns}/{name}",
+            f"list pods for Job: {ns}/{name}",
             read,
             ("Pod", ns, ""),
         )
@@ -715,12 +670,11 @@ class TrainingClient:
             created[("Pod", str(p.metadata.name))] = _parse_time(p.metadata.creation_timestamp)
         out: dict[str, list[str]] = {}
         events = self._request(
-            f"Failed to list events in namespace: {namespace}",
-            f"Timeout to list events in namespace: {namespace}",
+            f"list events in namespace: {namespace}",
             lambda: self.backend.events(namespace, timeout=timeout),
             ("Event", namespace, ""),
         )
-        for ev in sorted(events, key=_event_time_key):
+        for ev in sorted(events, key=lambda ev: str(_event_time(ev) or "")):
             inv = ev.get("involvedObject") or {}
             key = (inv.get("kind"), inv.get("name"))
             if key not in created:
@@ -766,8 +720,7 @@ class TrainingClient:
         patch.pop("status", None)
         ns = namespace or self.namespace
         self._request(
-            f"Failed to update {kind}: {ns}/{name}",
-            f"Timeout to update {kind}: {ns}/{name}",
+            f"update {kind}: {ns}/{name}",
             lambda: self.backend.patch(name, ns, kind, patch),
             (kind, ns, name),
         )
@@ -797,8 +750,7 @@ class TrainingClient:
         # gone (locally: once its processes stopped), its pods follow.
         propagation = opts.get("propagationPolicy") or "Background"
         self._request(
-            f"Failed to delete {kind}: {ns}/{name}",
-            f"Timeout to delete {kind}: {ns}/{name}",
+            f"delete {kind}: {ns}/{name}",
             lambda: self.backend.delete(
                 name,
                 ns,
@@ -897,16 +849,19 @@ class TrainingClient:
         return kind
 
     @staticmethod
-    def _request(failed: str, timed_out: str, fn: Callable[[], T], target: tuple[str, str, str]) -> T:
-        """Run a ``JobClient`` call: the SDK's edge. Its errors say ``failed``/``timed_out`` as
-        upstream's did, keep their class and fields, and are chained to the ``ApiException`` upstream
-        chained (``__cause__``). ``target``: (kind, namespace, name) asked for, for errors that do not
-        say."""
+    def _request(
+        what: str, fn: Callable[[], T], target: tuple[str, str, str], failed: str | None = None
+    ) -> T:
+        """Run a ``JobClient`` call: the SDK's edge. Its errors say ``Failed to <what>`` (or ``failed``)
+        / ``Timeout to <what>`` as upstream's did, keep their class and fields, and are chained to the
+        ``ApiException`` upstream chained (``__cause__``). ``target``: (kind, namespace, name) asked
+        for, for errors that do not say."""
         kind, namespace, name = target
+        failed = failed or f"Failed to {what}"
         try:
             return fn()
         except WaitTimeoutError:
-            raise WaitTimeoutError(timed_out) from None
+            raise WaitTimeoutError(f"Timeout to {what}") from None
         except BackendError as e:
             e.kind, e.namespace, e.name = e.kind or kind, e.namespace or namespace, e.name or name
             err = build_sdk_error(e, failed)
@@ -917,19 +872,6 @@ class TrainingClient:
         except OSError as e:  # this machine's state directory
             err = build_sdk_error(BackendError(str(e), kind=kind, namespace=namespace, name=name), failed)
             raise err from err.cause
-
-    def _has(
-        self,
-        condition: str,
-        name: str | None,
-        namespace: str | None,
-        job_kind: str | None,
-        job: Any,
-        timeout: int,
-    ) -> bool:
-        return utils.has_condition(
-            self.get_job_conditions(name, namespace, job_kind, job, timeout), condition
-        )
 
     @staticmethod
     def _pod_labels(
@@ -1217,21 +1159,4 @@ def _event_time(ev: Mapping[str, Any]) -> Any:
     """When an Event happened: eventTime (events.k8s.io writers), else firstTimestamp, else creation."""
     return (
         ev.get("eventTime") or ev.get("firstTimestamp") or (ev.get("metadata") or {}).get("creationTimestamp")
-    )
-
-
-def _event_time_key(ev: Mapping[str, Any]) -> str:
-    return str(_event_time(ev) or "")
-
-
-def _pod_sort_key(pod: Mapping[str, Any]) -> tuple[str, int, str]:
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    idx = labels.get(constants.REPLICA_INDEX_LABEL, "")
-    return (
-        # master role first, then replica type, then index: the order people read pods in
-        "0"
-        if labels.get(constants.JOB_ROLE_LABEL) == constants.JOB_ROLE_MASTER
-        else "1" + labels.get(constants.REPLICA_TYPE_LABEL, ""),
-        int(idx) if str(idx).isdigit() else 0,
-        str((pod.get("metadata") or {}).get("name", "")),
     )

@@ -126,42 +126,20 @@ DEFAULT_COMMAND: Final = ["bash", "-c"]
 
 # Upstream's placeholder base images (§9.12) are kept verbatim: code that prints them sees what it saw before.
 JOB_PARAMETERS: Final[dict[str, dict[str, str]]] = {
-    TFJOB_KIND: {
-        "model": TFJOB_MODEL,
-        "plural": TFJOB_PLURAL,
-        "container": TFJOB_CONTAINER,
-        "base_image": TFJOB_BASE_IMAGE,
-    },
-    PYTORCHJOB_KIND: {
-        "model": PYTORCHJOB_MODEL,
-        "plural": PYTORCHJOB_PLURAL,
-        "container": PYTORCHJOB_CONTAINER,
-        "base_image": PYTORCHJOB_BASE_IMAGE,
-    },
-    XGBOOSTJOB_KIND: {
-        "model": XGBOOSTJOB_MODEL,
-        "plural": XGBOOSTJOB_PLURAL,
-        "container": XGBOOSTJOB_CONTAINER,
-        "base_image": "TODO",
-    },
-    MPIJOB_KIND: {
-        "model": MPIJOB_MODEL,
-        "plural": MPIJOB_PLURAL,
-        "container": MPIJOB_CONTAINER,
-        "base_image": "TODO",
-    },
-    PADDLEJOB_KIND: {
-        "model": PADDLEJOB_MODEL,
-        "plural": PADDLEJOB_PLURAL,
-        "container": PADDLEJOB_CONTAINER,
-        "base_image": PADDLEJOB_BASE_IMAGE,
-    },
-    JAXJOB_KIND: {
-        "model": JAXJOB_MODEL,
-        "plural": JAXJOB_PLURAL,
-        "container": JAXJOB_CONTAINER,
-        "base_image": "JAXJOB_BASE_IMAGE",
-    },
+    kind: {
+        "model": f"KubeflowOrgV1{kind}",
+        "plural": _KIND_INFO[kind].plural,
+        "container": _KIND_INFO[kind].default_container,
+        "base_image": base_image,
+    }
+    for kind, base_image in (
+        (TFJOB_KIND, TFJOB_BASE_IMAGE),
+        (PYTORCHJOB_KIND, PYTORCHJOB_BASE_IMAGE),
+        (XGBOOSTJOB_KIND, "TODO"),
+        (MPIJOB_KIND, "TODO"),
+        (PADDLEJOB_KIND, PADDLEJOB_BASE_IMAGE),
+        (JAXJOB_KIND, "JAXJOB_BASE_IMAGE"),
+    )
 }
 
 JOB_MODELS: Final = tuple(p["model"] for p in JOB_PARAMETERS.values())

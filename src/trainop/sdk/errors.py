@@ -99,13 +99,7 @@ def build_status_body(
     causes: list[FieldError] | None = None,
 ) -> str:
     """A ``metav1.Status`` failure as the API server writes it (compact JSON, its key order)."""
-    details: dict[str, Any] = {}
-    if name:
-        details["name"] = name
-    if group:
-        details["group"] = group
-    if kind:
-        details["kind"] = kind
+    details: dict[str, Any] = {k: v for k, v in (("name", name), ("group", group), ("kind", kind)) if v}
     if causes:
         details["causes"] = [
             {"reason": "FieldValueInvalid", "message": c.message, "field": c.path} for c in causes

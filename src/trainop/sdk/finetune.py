@@ -21,7 +21,6 @@ from trainop.sdk.utils import SetEncoder  # upstream's: a set → a list, a clas
 # Upstream's trainer arguments point into the volume the storage initializer filled.
 VOLUME_PATH_MODEL = constants.INIT_CONTAINER_MOUNT_PATH + "/model"
 VOLUME_PATH_DATASET = constants.INIT_CONTAINER_MOUNT_PATH + "/dataset"
-ISTIO_SIDECAR_INJECTION = "sidecar.istio.io/inject"
 # Beyond upstream (docs/finetune.md): the trainer names the client's library versions when it refuses
 # a TrainingArguments or LoraConfig key its own versions do not know.
 ENV_CLIENT_VERSIONS = "TRAINOP_CLIENT_VERSIONS"
@@ -215,7 +214,7 @@ def build_train_job(
         spec: dict[str, Any] = {"containers": [trainer], "volumes": [volume]}
         if with_init:
             spec = {"initContainers": [init], **spec}
-        return {"metadata": {"annotations": {ISTIO_SIDECAR_INJECTION: "false"}}, "spec": spec}
+        return {"metadata": {"annotations": {constants.ISTIO_SIDECAR_INJECTION: "false"}}, "spec": spec}
 
     replicas: dict[str, Any] = {constants.REPLICA_TYPE_MASTER: {"replicas": 1, "template": template(True)}}
     if num_workers > 1:

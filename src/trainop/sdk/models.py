@@ -84,9 +84,11 @@ class OpenAPIModel:
     discriminator: Any
     local_vars_configuration: Any
 
-    if TYPE_CHECKING:
+    if TYPE_CHECKING:  # each field is a property made from ``openapi_types`` (__init_subclass__)
 
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Each model's properties, ``attribute_map`` (the camelCase JSON keys) and ``__init__``."""
@@ -134,11 +136,6 @@ class OpenAPIModel:
             return False
         return self.to_dict() == other.to_dict()
 
-    def __ne__(self, other: object) -> bool:
-        if not isinstance(other, type(self)):
-            return True
-        return self.to_dict() != other.to_dict()
-
     __hash__ = None  # type: ignore[assignment]
 
 
@@ -162,21 +159,11 @@ def _list_types(item: str) -> dict[str, str]:
 class _JobModel(OpenAPIModel):
     """A kind's job model (``openapi_types``: ``_job_types(<the kind's spec model>)``)."""
 
-    api_version: Any
-    kind: Any
-    metadata: Any
-    spec: Any
-    status: Any
-
 
 class _JobListModel(OpenAPIModel):
     """A kind's list model (``openapi_types``: ``_list_types(<the kind's job model>)``)."""
 
     _required: ClassVar[tuple[str, ...]] = ("items",)
-    api_version: Any
-    items: Any
-    kind: Any
-    metadata: Any
 
 
 class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
@@ -193,17 +180,6 @@ class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
         "rdzv_port": "int",
         "standalone": "bool",
     }
-    max_replicas: Any
-    max_restarts: Any
-    metrics: Any
-    min_replicas: Any
-    n_proc_per_node: Any
-    rdzv_backend: Any
-    rdzv_conf: Any
-    rdzv_host: Any
-    rdzv_id: Any
-    rdzv_port: Any
-    standalone: Any
 
 
 class KubeflowOrgV1JAXJob(_JobModel):
@@ -220,8 +196,6 @@ class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
         "run_policy": "KubeflowOrgV1RunPolicy",
     }
     _required: ClassVar[tuple[str, ...]] = ("jax_replica_specs", "run_policy")
-    jax_replica_specs: Any
-    run_policy: Any
 
 
 class KubeflowOrgV1JobCondition(OpenAPIModel):
@@ -235,12 +209,6 @@ class KubeflowOrgV1JobCondition(OpenAPIModel):
     }
     _defaults: ClassVar[dict[str, Any]] = {"status": "", "type": ""}
     _required: ClassVar[tuple[str, ...]] = ("status", "type")
-    last_transition_time: Any
-    last_update_time: Any
-    message: Any
-    reason: Any
-    status: Any
-    type: Any
 
 
 class KubeflowOrgV1JobStatus(OpenAPIModel):
@@ -251,11 +219,6 @@ class KubeflowOrgV1JobStatus(OpenAPIModel):
         "replica_statuses": "dict(str, KubeflowOrgV1ReplicaStatus)",
         "start_time": "datetime",
     }
-    completion_time: Any
-    conditions: Any
-    last_reconcile_time: Any
-    replica_statuses: Any
-    start_time: Any
 
 
 class KubeflowOrgV1MPIJob(_JobModel):
@@ -275,11 +238,6 @@ class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
         "slots_per_worker": "int",
     }
     _required: ClassVar[tuple[str, ...]] = ("mpi_replica_specs",)
-    clean_pod_policy: Any
-    main_container: Any
-    mpi_replica_specs: Any
-    run_policy: Any
-    slots_per_worker: Any
 
 
 class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
@@ -289,10 +247,6 @@ class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
         "metrics": "list[K8sIoApiAutoscalingV2MetricSpec]",
         "min_replicas": "int",
     }
-    max_replicas: Any
-    max_restarts: Any
-    metrics: Any
-    min_replicas: Any
 
 
 class KubeflowOrgV1PaddleJob(_JobModel):
@@ -310,9 +264,6 @@ class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
         "run_policy": "KubeflowOrgV1RunPolicy",
     }
     _required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
-    elastic_policy: Any
-    paddle_replica_specs: Any
-    run_policy: Any
 
 
 class KubeflowOrgV1PyTorchJob(_JobModel):
@@ -331,10 +282,6 @@ class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
         "run_policy": "KubeflowOrgV1RunPolicy",
     }
     _required: ClassVar[tuple[str, ...]] = ("pytorch_replica_specs", "run_policy")
-    elastic_policy: Any
-    nproc_per_node: Any
-    pytorch_replica_specs: Any
-    run_policy: Any
 
 
 class KubeflowOrgV1RDZVConf(OpenAPIModel):
@@ -342,8 +289,6 @@ class KubeflowOrgV1RDZVConf(OpenAPIModel):
         "key": "str",
         "value": "str",
     }
-    key: Any
-    value: Any
 
 
 class KubeflowOrgV1ReplicaSpec(OpenAPIModel):
@@ -352,9 +297,6 @@ class KubeflowOrgV1ReplicaSpec(OpenAPIModel):
         "restart_policy": "str",
         "template": "V1PodTemplateSpec",
     }
-    replicas: Any
-    restart_policy: Any
-    template: Any
 
 
 class KubeflowOrgV1ReplicaStatus(OpenAPIModel):
@@ -365,11 +307,6 @@ class KubeflowOrgV1ReplicaStatus(OpenAPIModel):
         "selector": "str",
         "succeeded": "int",
     }
-    active: Any
-    failed: Any
-    label_selector: Any
-    selector: Any
-    succeeded: Any
 
 
 class KubeflowOrgV1RunPolicy(OpenAPIModel):
@@ -382,13 +319,6 @@ class KubeflowOrgV1RunPolicy(OpenAPIModel):
         "suspend": "bool",
         "ttl_seconds_after_finished": "int",
     }
-    active_deadline_seconds: Any
-    backoff_limit: Any
-    clean_pod_policy: Any
-    managed_by: Any
-    scheduling_policy: Any
-    suspend: Any
-    ttl_seconds_after_finished: Any
 
 
 class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
@@ -399,11 +329,6 @@ class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
         "queue": "str",
         "schedule_timeout_seconds": "int",
     }
-    min_available: Any
-    min_resources: Any
-    priority_class: Any
-    queue: Any
-    schedule_timeout_seconds: Any
 
 
 class KubeflowOrgV1TFJob(_JobModel):
@@ -422,10 +347,6 @@ class KubeflowOrgV1TFJobSpec(OpenAPIModel):
         "tf_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
     }
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
-    enable_dynamic_worker: Any
-    run_policy: Any
-    success_policy: Any
-    tf_replica_specs: Any
 
 
 class KubeflowOrgV1XGBoostJob(_JobModel):
@@ -442,13 +363,11 @@ class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
         "xgb_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
     }
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "xgb_replica_specs")
-    run_policy: Any
-    xgb_replica_specs: Any
 
 
 # --- the kind tables the client reads ---
 
-# Kind → the model class get_job/list_jobs return, and the list model.
+# Kind → the model class get_job/list_jobs return.
 SDK_JOB_MODELS: dict[str, type[OpenAPIModel]] = {
     "TFJob": KubeflowOrgV1TFJob,
     "PyTorchJob": KubeflowOrgV1PyTorchJob,
@@ -456,14 +375,6 @@ SDK_JOB_MODELS: dict[str, type[OpenAPIModel]] = {
     "MPIJob": KubeflowOrgV1MPIJob,
     "PaddleJob": KubeflowOrgV1PaddleJob,
     "JAXJob": KubeflowOrgV1JAXJob,
-}
-SDK_JOB_LIST_MODELS: dict[str, type[OpenAPIModel]] = {
-    "TFJob": KubeflowOrgV1TFJobList,
-    "PyTorchJob": KubeflowOrgV1PyTorchJobList,
-    "XGBoostJob": KubeflowOrgV1XGBoostJobList,
-    "MPIJob": KubeflowOrgV1MPIJobList,
-    "PaddleJob": KubeflowOrgV1PaddleJobList,
-    "JAXJob": KubeflowOrgV1JAXJobList,
 }
 
 
@@ -492,7 +403,36 @@ _register_generated_modules()
 
 # The public names: upstream's models (the kubernetes.client names come through __getattr__) and
 # KubeObject; the builders below are the SDK's own.
-__all__ = [*sorted(n for n in list(globals()) if n.startswith("KubeflowOrgV1")), "KubeObject"]
+__all__ = [
+    "KubeObject",
+    "KubeflowOrgV1ElasticPolicy",
+    "KubeflowOrgV1JAXJob",
+    "KubeflowOrgV1JAXJobList",
+    "KubeflowOrgV1JAXJobSpec",
+    "KubeflowOrgV1JobCondition",
+    "KubeflowOrgV1JobStatus",
+    "KubeflowOrgV1MPIJob",
+    "KubeflowOrgV1MPIJobList",
+    "KubeflowOrgV1MPIJobSpec",
+    "KubeflowOrgV1PaddleElasticPolicy",
+    "KubeflowOrgV1PaddleJob",
+    "KubeflowOrgV1PaddleJobList",
+    "KubeflowOrgV1PaddleJobSpec",
+    "KubeflowOrgV1PyTorchJob",
+    "KubeflowOrgV1PyTorchJobList",
+    "KubeflowOrgV1PyTorchJobSpec",
+    "KubeflowOrgV1RDZVConf",
+    "KubeflowOrgV1ReplicaSpec",
+    "KubeflowOrgV1ReplicaStatus",
+    "KubeflowOrgV1RunPolicy",
+    "KubeflowOrgV1SchedulingPolicy",
+    "KubeflowOrgV1TFJob",
+    "KubeflowOrgV1TFJobList",
+    "KubeflowOrgV1TFJobSpec",
+    "KubeflowOrgV1XGBoostJob",
+    "KubeflowOrgV1XGBoostJobList",
+    "KubeflowOrgV1XGBoostJobSpec",
+]
 
 
 # --- JSON → models (upstream's ApiClient.deserialize) ---

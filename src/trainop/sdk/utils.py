@@ -215,28 +215,21 @@ def get_tfjob_template(
     tfjob = models.KubeflowOrgV1TFJob(
         api_version=constants.API_VERSION,
         kind=constants.TFJOB_KIND,
-        metadata=models.V1ObjectMeta(name=name, namespace=namespace),
+        metadata=models.V1ObjectMeta(name=name, namespace=namespace, labels=labels, annotations=annotations),
         spec=models.KubeflowOrgV1TFJobSpec(
             run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy=None),
             tf_replica_specs={},
         ),
     )
-    if num_chief_replicas is not None:
-        tfjob.spec.tf_replica_specs[constants.REPLICA_TYPE_CHIEF] = models.KubeflowOrgV1ReplicaSpec(
-            replicas=num_chief_replicas, template=pod_template_spec
-        )
-    if labels is not None:
-        tfjob.metadata.labels = labels
-    if annotations is not None:
-        tfjob.metadata.annotations = annotations
-    if num_ps_replicas is not None:
-        tfjob.spec.tf_replica_specs[constants.REPLICA_TYPE_PS] = models.KubeflowOrgV1ReplicaSpec(
-            replicas=num_ps_replicas, template=pod_template_spec
-        )
-    if num_workers is not None:
-        tfjob.spec.tf_replica_specs[constants.REPLICA_TYPE_WORKER] = models.KubeflowOrgV1ReplicaSpec(
-            replicas=num_workers, template=pod_template_spec
-        )
+    for replica_type, replicas in (
+        (constants.REPLICA_TYPE_CHIEF, num_chief_replicas),
+        (constants.REPLICA_TYPE_PS, num_ps_replicas),
+        (constants.REPLICA_TYPE_WORKER, num_workers),
+    ):
+        if replicas is not None:
+            tfjob.spec.tf_replica_specs[replica_type] = models.KubeflowOrgV1ReplicaSpec(
+                replicas=replicas, template=pod_template_spec
+            )
     return tfjob
 
 
@@ -254,16 +247,12 @@ def get_pytorchjob_template(
     pytorchjob = models.KubeflowOrgV1PyTorchJob(
         api_version=constants.API_VERSION,
         kind=constants.PYTORCHJOB_KIND,
-        metadata=models.V1ObjectMeta(name=name, namespace=namespace),
+        metadata=models.V1ObjectMeta(name=name, namespace=namespace, labels=labels, annotations=annotations),
         spec=models.KubeflowOrgV1PyTorchJobSpec(
             run_policy=models.KubeflowOrgV1RunPolicy(clean_pod_policy=None),
             pytorch_replica_specs={},
         ),
     )
-    if labels is not None:
-        pytorchjob.metadata.labels = labels
-    if annotations is not None:
-        pytorchjob.metadata.annotations = annotations
     if num_procs_per_worker is not None:
         pytorchjob.spec.nproc_per_node = str(num_procs_per_worker)
     pytorchjob.spec.pytorch_replica_specs[constants.REPLICA_TYPE_MASTER] = models.KubeflowOrgV1ReplicaSpec(

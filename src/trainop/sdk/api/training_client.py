@@ -10,8 +10,7 @@ from trainop.sdk.api_client import ApiClient
 from trainop.sdk.client import TrainingClient, logger, status_logger
 
 # Upstream imports these from kubeflow.storage_initializer.constants (where train() mounts them).
-VOLUME_PATH_DATASET = constants.INIT_CONTAINER_MOUNT_PATH + "/dataset"
-VOLUME_PATH_MODEL = constants.INIT_CONTAINER_MOUNT_PATH + "/model"
+from trainop.sdk.finetune import VOLUME_PATH_DATASET, VOLUME_PATH_MODEL
 
 __all__ = [
     "VOLUME_PATH_DATASET",
