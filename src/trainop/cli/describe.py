@@ -20,7 +20,7 @@ from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, build_failure_
 from trainop.api.kinds import kind_info
 from trainop.api.rules import detect_queue_name
 from trainop.backends.base import JobDetails, detect_state, replica_label
-from trainop.cli.format import format_age
+from trainop.cli.format import format_age, parse_timestamp, running_pid
 from trainop.core.queue import build_queue_not_managed_message
 
 
@@ -43,25 +43,14 @@ def _table(*columns: str) -> Table:
 
 
 def _iso_age(value: str | None) -> str:
-    if not value:
-        return ""
-    from datetime import datetime
-
-    try:
-        return _age(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
-    except ValueError:
-        return value
+    ts = parse_timestamp(value)
+    return (value or "") if ts is None else _age(ts)
 
 
 def _container_facts(cs: dict[str, Any]) -> tuple[str | None, str | None, list[str]]:
     """(pid while running here, last exit, messages) of one container status."""
     state = cs.get("state") or {}
-    container_id = str(cs.get("containerID", ""))
-    pid = (
-        container_id.removeprefix("local://")
-        if "running" in state and container_id.startswith("local://")
-        else None
-    )
+    pid = running_pid(cs)
     term = state.get("terminated") or (cs.get("lastState") or {}).get("terminated")
     last_exit = f"{term.get('exitCode')} ({term.get('reason', '')})" if term else None
     messages = [

@@ -89,6 +89,13 @@ def parse_timestamp(value: object) -> float | None:
         return None
 
 
+def running_pid(cs: Mapping[str, Any]) -> str | None:
+    """The process id of a container status running on this machine (containerID ``local://PID``)."""
+    container_id = str(cs.get("containerID", ""))
+    running = "running" in (cs.get("state") or {}) and container_id.startswith("local://")
+    return container_id.removeprefix("local://") if running else None
+
+
 def _ended_reason(term: Mapping[str, Any]) -> str:
     return str(term.get("reason") or f"ExitCode:{term.get('exitCode')}")
 

@@ -71,49 +71,44 @@ def stop_and_keep(
 ) -> int:
     """Suspend and mark the job, stream the replicas' last output (``stream``) until every one has
     ended, and return run's exit code: 128 + the first signal (none: the output went away, a hang-up).
-    Signals stay recorded only (``signals.record``); one more than had come when it began kills now."""
+    Signals stay recorded only (``signals.record``); one more than had come when it began kills now.
+    On a cluster (``backend.replicas_here`` false) the operator deletes the pods (SIGTERM, SIGKILL
+    after their grace period) and the job is kept: ``run --rm`` deletes it afterwards."""
     from trainop.backends.base import NotFoundError
 
     signum = signals.received or signal.SIGHUP
-    code = compute_exit_code(signum)
-    name, ns = job.name, job.namespace
+    name, ns, here = job.name, job.namespace, backend.replicas_here
     flags = f" -n {ns}" if ns != "default" else ""
     by = "" if signum == signal.SIGINT else f" by {describe_signal(signum)}"
-    again = "Ctrl-C again" if signum == signal.SIGINT else "a second signal"
-    after = "the job and its logs are kept" if keep else "then the job is deleted (--rm)"
-    say(
-        f"interrupted{by}: stopping {job.kind} {name}'s replicas (SIGTERM, SIGKILL after their grace "
-        f"period; {again} kills them now); {after}"
-    )
-    seen_signals = 1  # two already (both while run watched): the second says kill now
+    if here:
+        again = "Ctrl-C again" if signum == signal.SIGINT else "a second signal"
+        after = "the job and its logs are kept" if keep else "then the job is deleted (--rm)"
+        say(
+            f"interrupted{by}: stopping {job.kind} {name}'s replicas (SIGTERM, SIGKILL after their grace "
+            f"period; {again} kills them now); {after}"
+        )
+    else:
+        say(
+            f"interrupted{by}: suspending {job.kind} {name} (the operator stops its pods: SIGTERM, SIGKILL "
+            "after their grace period; a second signal deletes them now); the job is kept"
+        )
     try:
         backend.set_suspend(name, True, ns, interrupted=True)
-        deadline = time.monotonic() + compute_longest_grace(job) + MARGIN
-        give_up = deadline + MARGIN
-        kill = killed = stopped = False
-        while True:
-            stream()
-            current = backend.get(name, ns)
-            pods = len(backend.pods(name, ns))
-            unfinished = count_unfinished(backend, name, ns)
-            if detect_stopped(current, pods, unfinished):
-                stopped = True
-                break
-            now = time.monotonic()
-            if signals.count > seen_signals and not kill:
-                kill = True
-                say("killing now")
-            if not killed and ((kill and detect_suspend_seen(current)) or now >= deadline):
-                backend.kill_replicas(name, ns)
-                killed = True
-            if now >= give_up:
-                break
-            time.sleep(POLL)
+        stopped = _wait_stopped(backend, job, signals, say, stream)
         stream()
     except NotFoundError:
         say(f"{job.kind} {name} is gone (deleted elsewhere)")
-        return code
-    if not keep:
+        return compute_exit_code(signum)
+    if not here:
+        kube = " --backend kubernetes"
+        say(
+            f"{job.kind} {name} interrupted: its pods were stopped; the job is kept (trainop resume "
+            f"{name}{flags}{kube} runs it again; trainop delete {name}{flags}{kube} removes it)"
+            if stopped
+            else f"{job.kind} {name} interrupted, but its pods are not all gone yet; the job is kept "
+            f"(trainop get pods {name}{flags}{kube} shows them)"
+        )
+    elif not keep:
         say(f"{job.kind} {name} interrupted: {'its replicas were stopped' if stopped else 'stopping it'}")
     elif stopped:
         say(
@@ -127,4 +122,38 @@ def stop_and_keep(
             f"the job is kept (trainop get pods {name}{flags} shows them; trainop delete {name}{flags} "
             "stops and removes it)"
         )
-    return code
+    return compute_exit_code(signum)
+
+
+def _wait_stopped(
+    backend: JobClient,
+    job: TrainingJob,
+    signals: StopSignals,
+    say: Callable[[str], None],
+    stream: Callable[[], None],
+) -> bool:
+    """Stream and poll until the stop is complete (True) or given up on. Here run kills the replicas
+    itself past the longest grace period and waits ``MARGIN`` more for the supervisor's record; a
+    cluster's operator kills its pods itself, so run gives up there at the deadline."""
+    name, ns, here = job.name, job.namespace, backend.replicas_here
+    deadline = time.monotonic() + compute_longest_grace(job) + MARGIN
+    give_up = deadline + MARGIN if here else deadline
+    seen_signals = 1  # two already (both while run watched): the second says kill now
+    kill = killed = False
+    while True:
+        stream()
+        current = backend.get(name, ns)
+        unfinished = count_unfinished(backend, name, ns) if here else 0
+        if detect_stopped(current, len(backend.pods(name, ns)), unfinished):
+            return True
+        now = time.monotonic()
+        if signals.count > seen_signals and not kill:
+            kill = True
+            if here:
+                say("killing now")
+        if not killed and ((kill and detect_suspend_seen(current)) or (here and now >= deadline)):
+            backend.kill_replicas(name, ns)
+            killed = True
+        if now >= give_up:
+            return False
+        time.sleep(POLL)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from trainop.cli.format import build_pod_row, format_age, format_replicas
+from trainop.cli.format import build_pod_row, format_age, format_replicas, running_pid
 from trainop.cli.selectors import Requirement, matches
 
 if TYPE_CHECKING:
@@ -137,11 +137,8 @@ def build_pod_cells(
 ) -> list[str]:
     cells = build_pod_row(pod, now)
     if wide:
-        pids = [
-            str(cs["containerID"]).removeprefix("local://")
-            for cs in (pod.get("status") or {}).get("containerStatuses") or []
-            if "running" in (cs.get("state") or {}) and str(cs.get("containerID", "")).startswith("local://")
-        ]
+        containers = (pod.get("status") or {}).get("containerStatuses") or []
+        pids = [pid for cs in containers if (pid := running_pid(cs))]
         node = str((pod.get("spec") or {}).get("nodeName") or "<none>")
         cells += [",".join(pids) or "<none>", str(port) if port else "<none>", node, job.name]
     return cells

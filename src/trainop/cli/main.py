@@ -26,11 +26,13 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 from typer.core import TyperCommand
 
-from trainop.cli.format import format_age, parse_duration
+from trainop.cli.format import parse_duration
 from trainop.cli.help import install_plain_help
 from trainop.cli.operator_cmd import register as register_operator
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from trainop.api.common import TrainingJob
@@ -99,7 +101,6 @@ _JobName = Annotated[
 # setting is kept out of the environment that jobs record for their replicas (_user_env).
 _PYDANTIC_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
 _plugins_setting_is_ours = False
-_PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -222,12 +223,10 @@ def _read_manifests(file: Path) -> list[dict[str, Any]]:
         _invalid(exc)
     if not docs:
         _fail(f"{file} holds no job", EXIT_INVALID)
-    out = []
     for d in docs:
         if not isinstance(d, dict):
             _fail(f"{file}: expected a Kubernetes object (a mapping), got {type(d).__name__}", EXIT_INVALID)
-        out.append(d)
-    return out
+    return docs
 
 
 def _base_dir(file: Path) -> Path:
@@ -296,11 +295,6 @@ def _found_elsewhere(name: str, namespace: str, kind: str | None) -> str:
     return ""
 
 
-def _age(job: TrainingJob) -> str:
-    created = job.metadata.creation_timestamp
-    return format_age(time.time() - created.timestamp()) if created else "?"
-
-
 def _kind_arg(text: str) -> str | None:
     """``pytorchjobs``, ``pytorchjob``, ``PyTorchJob`` → ``PyTorchJob``; None when not a kind."""
     from trainop.api.kinds import KIND_INFO
@@ -315,13 +309,11 @@ def _kind_arg(text: str) -> str | None:
 def _dump(objs: Any, output: str) -> None:
     if output == "json":
         typer.echo(json.dumps(objs, indent=2))
-    else:
-        import yaml
+        return
+    import yaml
 
-        if isinstance(objs, list):
-            typer.echo(yaml.safe_dump_all(objs, sort_keys=False), nl=False)
-        else:
-            typer.echo(yaml.safe_dump(objs, sort_keys=False), nl=False)
+    dump = yaml.safe_dump_all if isinstance(objs, list) else yaml.safe_dump
+    typer.echo(dump(objs, sort_keys=False), nl=False)
 
 
 def _check_output(output: str | None, allowed: tuple[str, ...]) -> None:
@@ -458,6 +450,10 @@ def submit(
 _SCRIPT = "Run a command without YAML (torchrun and TorchX flags)"
 
 
+def _script_option(*names: str, help: str) -> Any:
+    return typer.Option(*names, help=help, rich_help_panel=_SCRIPT)
+
+
 class _RunCommand(TyperCommand):
     """``run`` reads its argv as torchrun does (cli/script_job.py ``split_run_argv``): torchrun's
     spellings, its flags run handles itself (kept in ``ctx.meta``), and a script's own options after
@@ -501,55 +497,35 @@ def run(
     logs: Annotated[bool, typer.Option("--logs/--no-logs", help="Stream the replicas' output.")] = True,
     nnodes: Annotated[
         str | None,
-        typer.Option(
-            help="Nodes (pods), the Master included, as torchrun counts (N, or MIN:MAX with MIN = MAX).",
-            rich_help_panel=_SCRIPT,
+        _script_option(
+            help="Nodes (pods), the Master included, as torchrun counts (N, or MIN:MAX with MIN = MAX)."
         ),
     ] = None,
     workers: Annotated[
-        int | None,
-        typer.Option(
-            help="Workers besides the Master (PyTorchJob's Worker replicas).", rich_help_panel=_SCRIPT
-        ),
+        int | None, _script_option(help="Workers besides the Master (PyTorchJob's Worker replicas).")
     ] = None,
     nproc_per_node: Annotated[
         str | None,
-        typer.Option(
+        _script_option(
             "--nproc-per-node",
             help="Processes per node (a count, auto, cpu or gpu); over 1, a Python command runs under "
             "torchrun.",
-            rich_help_panel=_SCRIPT,
         ),
     ] = None,
-    j: Annotated[
-        str | None,
-        typer.Option("-j", help="TorchX's NNODESxNPROC_PER_NODE, e.g. 2x4.", rich_help_panel=_SCRIPT),
-    ] = None,
+    j: Annotated[str | None, _script_option("-j", help="TorchX's NNODESxNPROC_PER_NODE, e.g. 2x4.")] = None,
     name: Annotated[
-        str | None,
-        typer.Option(
-            help="The job's name (default: the script's, with a random suffix).", rich_help_panel=_SCRIPT
-        ),
+        str | None, _script_option(help="The job's name (default: the script's, with a random suffix).")
     ] = None,
-    image: Annotated[
-        str | None,
-        typer.Option(help="Container image, for a cluster (unused here).", rich_help_panel=_SCRIPT),
-    ] = None,
+    image: Annotated[str | None, _script_option(help="Container image, for a cluster (unused here).")] = None,
     env: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--env", "-e", help="NAME=VALUE for every replica (repeatable).", rich_help_panel=_SCRIPT
-        ),
+        list[str] | None, _script_option("--env", "-e", help="NAME=VALUE for every replica (repeatable).")
     ] = None,
-    gpu: Annotated[
-        int, typer.Option(help="GPUs per node (nvidia.com/gpu limit).", rich_help_panel=_SCRIPT)
-    ] = 0,
+    gpu: Annotated[int, _script_option(help="GPUs per node (nvidia.com/gpu limit).")] = 0,
     max_restarts: Annotated[
         int,
-        typer.Option(
+        _script_option(
             help="torchrun's: restart the whole job (every node) on any failure, at most this many "
-            "times (0: fail at once).",
-            rich_help_panel=_SCRIPT,
+            "times (0: fail at once)."
         ),
     ] = 0,
     dry_run: Annotated[
@@ -586,26 +562,13 @@ def run(
     try:
         # a Trainer v2 TrainJob: runs and exits (its run takes a stop signal's KeyboardInterrupt and
         # stops its pods)
-        _run_trainjob_file(args, namespace, dry_run, (backend, kubeconfig, context))
         where = (backend, kubeconfig, context)
-        target, manifest, base_dir, announce = _prepare_run(
-            _torchrun_meta(ctx),
-            args,
-            namespace,
-            (dry_run, fail_fast),
-            where,
-            nnodes,
-            workers,
-            nproc_per_node,
-            j,
-            name,
-            image,
-            env,
-            gpu,
-            max_restarts,
-        )
-        if target is None:
+        _run_trainjob_file(args, namespace, dry_run, where)
+        script = (nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts)
+        prepared = _prepare_run(_torchrun_meta(ctx), args or [], namespace, dry_run, fail_fast, where, script)
+        if prepared is None:
             return  # --dry-run
+        target, manifest, base_dir, announce = prepared
         job = _submit_attached(target, signals, manifest, base_dir, namespace)
     except Interrupted as exc:  # before the job existed: nothing to stop
         _say(
@@ -689,49 +652,28 @@ def _run_trainjob_file(
 
 def _prepare_run(
     torchrun: Any,
-    args: list[str] | None,
+    argv: list[str],
     namespace: str | None,
-    modes: tuple[bool, bool],
+    dry_run: bool,
+    fail_fast: bool,
     where: tuple[str | None, ...],
-    *opts: Any,
-) -> tuple[JobClient | None, dict[str, Any], Path, bool]:
-    """run's manifest (from FILE, or built from a command; with the fail-fast rule when asked) and
-    backend; no backend for --dry-run, which printed it. ``announce``: the job's name is generated, so
-    run says which it is."""
-    dry_run, fail_fast = modes
-    if fail_fast and opts[-1]:  # (max_restarts)
+    script: tuple[Any, ...],
+) -> tuple[JobClient, dict[str, Any], Path, bool] | None:
+    """run's backend, manifest (from FILE, or built from a command; with the fail-fast rule when
+    asked), base dir, and whether to announce the job's name (it is generated); None for --dry-run,
+    which printed the manifest."""
+    if fail_fast and script[-1]:  # (max_restarts)
         _fail(
             "--fail-fast fails the job at its first failure; --max-restarts restarts it: use one",
             EXIT_INVALID,
         )
-    argv = args or []
-    if _is_script_run(torchrun, argv, opts):
-        manifest = _with_fail_fast(_script_manifest(torchrun, argv, namespace, *opts), fail_fast)
-        file = Path("-")  # relative paths in the command resolve in the current directory
+    if _is_script_run(torchrun, argv, script):
+        manifest = _with_fail_fast(_script_manifest(torchrun, argv, namespace, *script), fail_fast)
         if dry_run:
             _dump(manifest, "yaml")
-            return None, manifest, file, False
-        return _backend(*where), manifest, _base_dir(file), True
-    return _prepare_file_run(argv, dry_run, fail_fast, where)
-
-
-def _is_script_run(torchrun: Any, argv: list[str], opts: tuple[Any, ...]) -> bool:
-    """A command to run without YAML: a script flag was given (torchrun's included), or argv is a
-    command rather than a manifest's path."""
-    nnodes, workers, nproc_per_node, j, name, image, env, gpu, max_restarts = opts
-    given = [nnodes, workers, nproc_per_node, j, name, image]
-    torchrun_flags = [torchrun.standalone, torchrun.module, torchrun.no_python, torchrun.agent_args]
-    return (
-        any(v is not None for v in given)
-        or any(bool(v) for v in (env, gpu, max_restarts, *torchrun_flags))
-        or _is_command(argv)
-    )
-
-
-def _prepare_file_run(
-    argv: list[str], dry_run: bool, fail_fast: bool, where: tuple[str | None, ...]
-) -> tuple[JobClient | None, dict[str, Any], Path, bool]:
-    """run FILE: its one job (a name generated from generateName is announced)."""
+            return None
+        # relative paths in the command resolve in the current directory
+        return _backend(*where), manifest, Path.cwd(), True
     if len(argv) != 1:
         _fail("run takes one FILE, or a command to run (trainop run --help)", EXIT_INVALID)
     file = Path(argv[0])
@@ -742,9 +684,21 @@ def _prepare_file_run(
     if dry_run:
         _call(backend.prepare, manifests[0])
         _dump(manifests[0], "yaml")
-        return None, manifests[0], file, False
-    announce = not (manifests[0].get("metadata") or {}).get("name")
-    return backend, manifests[0], _base_dir(file), bool(announce)
+        return None
+    announce = not (manifests[0].get("metadata") or {}).get("name")  # named from generateName
+    return backend, manifests[0], _base_dir(file), announce
+
+
+def _is_script_run(torchrun: Any, argv: list[str], script: tuple[Any, ...]) -> bool:
+    """A command to run without YAML: a script flag was given (torchrun's included), or argv is a
+    command rather than a manifest's path."""
+    given = script[:6]  # nnodes, workers, nproc_per_node, j, name, image; then env, gpu, max_restarts
+    torchrun_flags = [torchrun.standalone, torchrun.module, torchrun.no_python, torchrun.agent_args]
+    return (
+        any(v is not None for v in given)
+        or any(bool(v) for v in (*script[6:], *torchrun_flags))
+        or _is_command(argv)
+    )
 
 
 def _submit_attached(
@@ -914,7 +868,7 @@ def _watch(
     finally:
         if view is not None:
             view.close()
-    return _run_exit_code(last, run.gone)
+    return _run_exit_code(last)
 
 
 @dataclass
@@ -960,14 +914,11 @@ def _follow(
         time.sleep(0.2)
 
 
-def _run_exit_code(last: TrainingJob, gone: bool) -> int:
+def _run_exit_code(last: TrainingJob) -> int:
     """0 when the job Succeeded; 1 when it Failed, or was deleted before it finished."""
     from trainop.cli.live import compute_state
 
-    state = compute_state(last)
-    if gone and state not in ("Succeeded", "Failed"):
-        return EXIT_FAILED
-    return EXIT_OK if state == "Succeeded" else EXIT_FAILED
+    return EXIT_OK if compute_state(last) == "Succeeded" else EXIT_FAILED
 
 
 def _interrupted(
@@ -988,65 +939,7 @@ def _interrupted(
         except OSError:  # the terminal or reader is gone: the replicas still get stopped
             _silence_output()
 
-    if not backend.replicas_here:
-        return _stop_on_cluster(backend, job, signals, lambda text: _say(err, text), stream)
     return stop_and_keep(backend, job, signals, lambda text: _say(err, text), stream, keep=keep)
-
-
-def _stop_on_cluster(
-    backend: JobClient, job: TrainingJob, signals: StopSignals, say: Any, stream: Any
-) -> int:
-    """run's stop on a cluster, as stop_and_keep's here: the job is suspended and marked interrupted
-    (the operator deletes its pods: SIGTERM, SIGKILL after their grace period), what they print is
-    streamed until they are gone; a second signal deletes them at once. The job is kept."""
-    import signal
-
-    from trainop.backends.base import NotFoundError
-    from trainop.backends.waiting import PollTimeout, poll_until
-    from trainop.cli.interrupt import MARGIN, compute_longest_grace, detect_stopped, detect_suspend_seen
-    from trainop.cli.stop_signals import compute_exit_code, describe_signal
-
-    signum = signals.received or signal.SIGHUP
-    name, ns = job.name, job.namespace
-    flags = f" -n {ns}" if ns != "default" else ""
-    by = "" if signum == signal.SIGINT else f" by {describe_signal(signum)}"
-    say(
-        f"interrupted{by}: suspending {job.kind} {name} (the operator stops its pods: SIGTERM, SIGKILL after "
-        "their grace period; a second signal deletes them now); the job is kept"
-    )
-    killed = False
-
-    def read() -> tuple[TrainingJob, int]:
-        nonlocal killed
-        stream()
-        current = backend.get(name, ns)
-        if signals.count > 1 and not killed and detect_suspend_seen(current):
-            backend.kill_replicas(name, ns)
-            killed = True
-        return current, len(backend.pods(name, ns))
-
-    try:
-        backend.set_suspend(name, True, ns, interrupted=True)
-        poll_until(
-            read,
-            lambda seen: detect_stopped(seen[0], seen[1], 0),
-            timeout=compute_longest_grace(job) + MARGIN,
-            interval=0.2,
-        )
-    except NotFoundError:
-        say(f"{job.kind} {name} is gone (deleted elsewhere)")
-    except PollTimeout:
-        say(
-            f"{job.kind} {name} interrupted, but its pods are not all gone yet; the job is kept "
-            f"(trainop get pods {name}{flags} --backend kubernetes shows them)"
-        )
-    else:
-        say(
-            f"{job.kind} {name} interrupted: its pods were stopped; the job is kept (trainop resume "
-            f"{name}{flags} --backend kubernetes runs it again; trainop delete {name}{flags} "
-            "--backend kubernetes removes it)"
-        )
-    return compute_exit_code(signum)
 
 
 def _say(console: Console, text: str) -> None:
@@ -1064,26 +957,6 @@ def _silence_output() -> None:
         with contextlib.suppress(OSError):
             os.dup2(devnull, fd)
     os.close(devnull)
-
-
-def _default_containers(job: TrainingJob) -> set[str]:
-    from trainop.api.kinds import KIND_INFO
-
-    names = {KIND_INFO[job.kind].default_container}
-    for rs in job.replica_specs.values():
-        cs = rs.containers
-        if cs and isinstance(cs[0], dict):
-            names.add(str(cs[0].get("name")))
-    return names
-
-
-def _state_style(state: str) -> str:
-    return {
-        "Succeeded": "bold green",
-        "Failed": "bold red",
-        "Running": "bold cyan",
-        "Suspended": "yellow",
-    }.get(state, "bold")
 
 
 _OUTPUT_HELP = "yaml, json, wide, name or jsonpath=TEMPLATE (kubectl's)."
@@ -1155,30 +1028,46 @@ def get(
 ) -> None:
     """List jobs (NAME, STATE, AGE, REPLICAS), or their replicas with get pods, like kubectl get."""
     from trainop.cli.listing import POD_WORDS
+    from trainop.cli.trainjob_cmd import TRAINJOB_WORDS
 
     _output(output)
     reqs = _selector(selector)
     backend = _backend(backend_name, kubeconfig, context)
-    scope = None if all_namespaces else namespace
-    if kind_or_name and kind_or_name.lower() in POD_WORDS:
+    scope = None if all_namespaces else namespace  # (None: every namespace, a NAMESPACE column)
+    word = (kind_or_name or "").lower()
+    if word in POD_WORDS:
         _get_pods(backend, scope, name, reqs, output, watch)
         return
-    from trainop.cli.trainjob_cmd import TRAINJOB_WORDS
-
-    if kind_or_name and kind_or_name.lower() in TRAINJOB_WORDS:
+    if word in TRAINJOB_WORDS:
         found = (
             [_call(backend.get_trainjob, name, namespace)] if name else _call(backend.list_trainjobs, scope)
         )
-        _print_trainjobs(found, output, all_namespaces, single=name is not None, scope=scope)
+        _print_trainjobs(found, output, scope, single=name is not None)
         return
-    kind = _kind_arg(kind_or_name) if kind_or_name else None
-    if kind_or_name and kind is None:
+    kind = _kind_arg(word) if word else None
+    if kind_or_name and kind is None:  # not a kind: a job's name
         if name is not None:
-            from trainop.api.kinds import KIND_INFO
-
-            plurals = ", ".join(info.plural for info in KIND_INFO.values())
-            _fail(f'unknown kind "{kind_or_name}"; use one of: {plurals}, pods', EXIT_INVALID)
+            _fail(
+                f'unknown kind "{kind_or_name}"; use one of: {", ".join(_kind_plurals())}, pods', EXIT_INVALID
+            )
         name = kind_or_name
+        if trainjob := _find_trainjob(backend, name, namespace):
+            _print_trainjobs([trainjob], output, scope, single=True)
+            return
+    _get_jobs(backend, scope, namespace, name, kind, reqs, output, watch)
+
+
+def _get_jobs(
+    backend: JobClient,
+    scope: str | None,
+    namespace: str,
+    name: str | None,
+    kind: str | None,
+    reqs: Any,
+    output: str | None,
+    watch: bool,
+) -> None:
+    """The v1 jobs (of ``kind``, or named ``name``) and, with no kind nor name, the TrainJobs beside them."""
     from trainop.backends.base import NotFoundError
     from trainop.cli.listing import (
         build_job_columns,
@@ -1187,6 +1076,7 @@ def get(
         job_restarts,
         select_jobs,
     )
+    from trainop.cli.trainjob_cmd import build_trainjob_job_row
 
     def current() -> list[TrainingJob]:
         if name is None:
@@ -1196,27 +1086,18 @@ def get(
         except NotFoundError:
             return []
 
-    if name is not None and kind is None and (trainjob := _find_trainjob(backend, name, namespace)):
-        _print_trainjobs([trainjob], output, all_namespaces, single=True, scope=scope)
-        return
-
-    def current_trainjobs() -> list[dict[str, Any]]:  # with no kind, the table has TrainJobs too
+    def current_trainjobs() -> list[dict[str, Any]]:
         return _list_trainjobs_too(backend, scope, reqs) if kind is None and name is None else []
 
     jobs = [_call(backend.get, name, namespace, kind)] if name is not None else current()
-    trainjobs = current_trainjobs()
-    if output not in (None, "wide"):
-        _print_objects([j.to_dict() for j in jobs] + trainjobs, output, single=name is not None)
+    objs = [j.to_dict() for j in jobs] + current_trainjobs()
+    if _printed_objects(
+        objs, output, name is not None, None if watch else lambda: _no_jobs(backend, kind, scope)
+    ):
         return
-    if not jobs and not trainjobs and not watch:
-        _console(stderr=True).print(_escape(_no_jobs(backend, kind, scope)))
-        return
-    wide = output == "wide"
-    columns = build_job_columns(all_namespaces, kind, wide)
+    wide, all_namespaces = output == "wide", scope is None
 
     def snapshot() -> dict[tuple[str, str], list[str]]:
-        from trainop.cli.trainjob_cmd import build_trainjob_job_row
-
         now = time.time()
         rows = {}
         for j in current():
@@ -1234,7 +1115,21 @@ def get(
             rows[key] = build_trainjob_job_row(o, all_namespaces, wide, now)
         return rows
 
-    _print_and_watch(columns, snapshot, watch, "STATE")
+    _print_and_watch(build_job_columns(all_namespaces, kind, wide), snapshot, watch, "STATE")
+
+
+def _printed_objects(
+    objs: list[dict[str, Any]], output: str | None, single: bool, empty: Callable[[], str] | None
+) -> bool:
+    """Whether ``objs`` were printed whole (-o yaml, json, name, jsonpath) or, when there are none and
+    ``empty`` says why, that was said on stderr: then there is no table to print."""
+    if output not in (None, "wide"):
+        _print_objects(objs, output, single)
+        return True
+    if not objs and empty is not None:
+        _console(stderr=True).print(_escape(empty()))
+        return True
+    return False
 
 
 def _list_trainjobs_too(backend: JobClient, scope: str | None, reqs: Any) -> list[dict[str, Any]]:
@@ -1268,43 +1163,22 @@ def _find_trainjob(backend: JobClient, name: str, namespace: str) -> dict[str, A
         return None
 
 
+def _in_scope(scope: str | None) -> str:
+    return f"in namespace {scope}" if scope is not None else "in any namespace"
+
+
 def _print_trainjobs(
-    objs: list[dict[str, Any]], output: str | None, all_namespaces: bool, *, single: bool, scope: str | None
+    objs: list[dict[str, Any]], output: str | None, scope: str | None, *, single: bool
 ) -> None:
     from trainop.cli.listing import Table
     from trainop.cli.trainjob_cmd import build_trainjob_rows
 
-    if output not in (None, "wide"):
-        _print_objects(objs, output, single=single)
+    if _printed_objects(
+        objs, output, single, lambda: f"No TrainJobs {_in_scope(scope)} (trainop run FILE runs one)."
+    ):
         return
-    if not objs:
-        where = f"in namespace {scope}" if scope else "in any namespace"
-        _console(stderr=True).print(_escape(f"No TrainJobs {where} (trainop run FILE runs one)."))
-        return
-    columns, rows = build_trainjob_rows(objs, all_namespaces, time.time())
+    columns, rows = build_trainjob_rows(objs, scope is None, time.time())
     Table(columns, sys.stdout).print_rows(rows, header=True)
-
-
-def _trainjob_logs(
-    backend: JobClient, name: str, namespace: str, replica: str | None, follow: bool, previous: bool
-) -> None:
-    """A TrainJob's logs: its pods' lines, ``node-0-1 | …`` (as is with --replica)."""
-    from rich.text import Text
-
-    if previous:
-        _fail(f"no previous attempt for {replica or name}: a TrainJob's pods run once here", EXIT_NOT_FOUND)
-    console, colors = _console(), dict[str, str]()
-    lines = _call(backend.trainjob_logs, name, namespace, replica=replica, follow=follow)
-    try:
-        for line in lines if follow else _call(list, lines):
-            if replica is not None:
-                typer.echo(line.text)
-                continue
-            label = line.replica if line.container == "node" else f"{line.replica}/{line.container}"
-            colors.setdefault(label, _PALETTE[len(colors) % len(_PALETTE)])
-            console.print(Text.assemble((f"{label} | ", colors[label]), line.text))
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def _print_and_watch(columns: list[str], snapshot: Any, watch: bool, state_column: str) -> None:
@@ -1334,13 +1208,9 @@ def _get_pods(
     from trainop.cli.listing import POD_COLUMNS, POD_WIDE, build_pod_cells, list_pods
 
     found = _call(list_pods, backend, scope, name, reqs)
-    if output not in (None, "wide"):
-        _print_objects([p for _, p, _ in found], output, single=name is not None and len(found) == 1)
-        return
-    if not found and not watch:
-        where = f"in namespace {scope}" if scope else "in any namespace"
-        what = f" named \"{name}\" (a pod's or a job's name)" if name else ""
-        _console(stderr=True).print(_escape(f"No pods{what} {where}."))
+    what = f" named \"{name}\" (a pod's or a job's name)" if name else ""
+    empty = None if watch else lambda: f"No pods{what} {_in_scope(scope)}."
+    if _printed_objects([p for _, p, _ in found], output, name is not None and len(found) == 1, empty):
         return
     wide = output == "wide"
     columns = (["NAMESPACE"] if scope is None else []) + POD_COLUMNS + (POD_WIDE if wide else [])
@@ -1358,8 +1228,7 @@ def _get_pods(
 
 def _no_jobs(backend: JobClient, kind: str | None, namespace: str | None) -> str:
     """What `get` says when it lists nothing: where it looked, and where the jobs are instead."""
-    what = f"{kind}s" if kind else "jobs"
-    where = f"in namespace {namespace}" if namespace is not None else "in any namespace"
+    what, where = f"{kind}s" if kind else "jobs", _in_scope(namespace)
     elsewhere = [j for j in backend.list_jobs(None, kind) if j.namespace != namespace]
     if namespace is not None and elsewhere:
         spaces = ", ".join(sorted({r.namespace for r in elsewhere}))
@@ -1447,24 +1316,42 @@ def logs(
     context: ContextOpt = None,
 ) -> None:
     """Print a job's logs (all replicas prefixed, or one replica as is)."""
+    from collections import Counter
+
     from trainop.cli.logview import LineFilter, compute_attempts_since, count_lines, format_stamp
+    from trainop.cli.watch import default_containers
 
     tail, cutoff = _logs_window(tail, since, timestamps, follow)
     backend = _backend(backend_name, kubeconfig, context)
-    if _find_trainjob(backend, name, namespace) is not None:
-        _trainjob_logs(backend, name, namespace, replica, follow, previous)
-        return
-    printer = _LogPrinter(replica, _default_containers(_call(backend.get, name, namespace)), raw)
-    backlog = _call(
-        list, _call(backend.logs, name, namespace, replica=replica, container=container, previous=previous)
-    )
-    attempts = (
-        None if cutoff is None else compute_attempts_since(_call(backend.runs, name, namespace), name, cutoff)
-    )
-    chooser = LineFilter(count_lines(backlog), tail, attempts)
-    lines = _call(
-        backend.logs, name, namespace, replica=replica, container=container, follow=follow, previous=previous
-    )
+    if _find_trainjob(backend, name, namespace) is not None:  # its pods' lines, ``node-0-1 | …``
+        if previous:
+            _fail(
+                f"no previous attempt for {replica or name}: a TrainJob's pods run once here", EXIT_NOT_FOUND
+            )
+        printer = _LogPrinter(replica, {"node"}, raw)
+        chooser = LineFilter(Counter(), None, None)
+        lines = _call(backend.trainjob_logs, name, namespace, replica=replica, follow=follow)
+    else:
+        printer = _LogPrinter(replica, default_containers(_call(backend.get, name, namespace)), raw)
+        backlog = _call(
+            list,
+            _call(backend.logs, name, namespace, replica=replica, container=container, previous=previous),
+        )
+        attempts = (
+            None
+            if cutoff is None
+            else compute_attempts_since(_call(backend.runs, name, namespace), name, cutoff)
+        )
+        chooser = LineFilter(count_lines(backlog), tail, attempts)
+        lines = _call(
+            backend.logs,
+            name,
+            namespace,
+            replica=replica,
+            container=container,
+            follow=follow,
+            previous=previous,
+        )
     try:
         printed = False
         for line in _call(list, lines) if not follow else lines:
@@ -1510,16 +1397,17 @@ class _LogPrinter:
     def print(self, line: Any, stamp: str) -> None:
         from rich.text import Text
 
-        from trainop.cli.lines import render_line
+        from trainop.cli.lines import prefix_label, render_line
+        from trainop.cli.watch import PALETTE
 
         text = line.text if self.raw else render_line(line.text)
-        label = line.replica if line.container in self.defaults else f"{line.replica}/{line.container}"
+        label = prefix_label(line.replica, line.container, self.defaults)
         if self.replica is not None:
             typer.echo(stamp + text)
         elif self.raw:  # (rich would turn each \r into a new line)
             typer.echo(f"{stamp}{label} | {text}")
         else:
-            color = self.colors.setdefault(label, _PALETTE[len(self.colors) % len(_PALETTE)])
+            color = self.colors.setdefault(label, PALETTE[len(self.colors) % len(PALETTE)])
             self.console.print(Text.assemble(stamp, (f"{label} | ", color), text))
 
 
@@ -1706,27 +1594,7 @@ def suspend(
     context: ContextOpt = None,
 ) -> None:
     """Suspend a job (runPolicy.suspend=true): its replicas are stopped until resume."""
-    target = _backend(backend, kubeconfig, context)
-    if _finished_unchanged(target, name, namespace, "suspend"):
-        return
-    job = _call(target.set_suspend, name, True, namespace)
-    typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} suspended")
-
-
-def _finished_unchanged(target: JobClient, name: str, namespace: str, verb: str) -> bool:
-    """A finished job has nothing to suspend or resume (the operator ignores runPolicy.suspend once a
-    job Succeeded or Failed): say so rather than report a change that does nothing."""
-    from trainop.backends.base import is_finished
-    from trainop.cli.live import compute_state
-
-    job = _call(target.get, name, namespace)
-    if not is_finished(job):
-        return False
-    typer.echo(
-        f"{job.kind.lower()}.kubeflow.org/{name} unchanged: it already {compute_state(job)}, so there is "
-        f"nothing to {verb} (submit it again to run it again)"
-    )
-    return True
+    _set_suspend(_backend(backend, kubeconfig, context), name, namespace, True)
 
 
 @app.command()
@@ -1738,11 +1606,25 @@ def resume(
     context: ContextOpt = None,
 ) -> None:
     """Resume a suspended job: its replicas start again."""
-    target = _backend(backend, kubeconfig, context)
-    if _finished_unchanged(target, name, namespace, "resume"):
+    _set_suspend(_backend(backend, kubeconfig, context), name, namespace, False)
+
+
+def _set_suspend(target: JobClient, name: str, namespace: str, suspend: bool) -> None:
+    """A finished job has nothing to suspend or resume (the operator ignores runPolicy.suspend once a
+    job Succeeded or Failed): say so rather than report a change that does nothing."""
+    from trainop.backends.base import is_finished
+    from trainop.cli.live import compute_state
+
+    verb, done = ("suspend", "suspended") if suspend else ("resume", "resumed")
+    job = _call(target.get, name, namespace)
+    if is_finished(job):
+        typer.echo(
+            f"{job.kind.lower()}.kubeflow.org/{name} unchanged: it already {compute_state(job)}, so there "
+            f"is nothing to {verb} (submit it again to run it again)"
+        )
         return
-    job = _call(target.set_suspend, name, False, namespace)
-    typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} resumed")
+    job = _call(target.set_suspend, name, suspend, namespace)
+    typer.echo(f"{job.kind.lower()}.kubeflow.org/{name} {done}")
 
 
 @app.command()

@@ -20,7 +20,7 @@ from trainop.cli.lines import prefix_label, render_line
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.backends.base import ContainerRun, JobFeed, LogLine
+    from trainop.backends.base import JobFeed, LogLine
 
 PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 STATE_STYLES = {
@@ -164,9 +164,6 @@ class RunView:
 
     # ---- endings ----
 
-    def _processes(self) -> list[ContainerRun]:
-        return self.feed.runs()
-
     def _tails(
         self, labels: set[str], *, final: bool = False, n: int | None = live.TAIL_LINES
     ) -> dict[str, list[str] | None]:
@@ -175,15 +172,11 @@ class RunView:
         raw = self.feed.tails(labels, self.defaults, finished_only=True, final=final)
         return {label: None if lines is None else build_tail(lines, n) for label, lines in raw.items()}
 
-    def still_running(self) -> list[str]:
-        """Replicas whose processes still run (what cleanPodPolicy left behind)."""
-        return self.feed.running_replicas()
-
     def settled(self) -> bool:
         """No replica runs, by its processes (or containers) and by the pods last polled: the status
         just shown is the job's last (a pod's phase follows its process's end by a moment)."""
         pods_running = any((p.get("status") or {}).get("phase") == "Running" for p in self.pods)
-        return not pods_running and not self.still_running()
+        return not pods_running and not self.feed.running_replicas()
 
     def ending(self, job: TrainingJob) -> list[Text]:
         """``PyTorchJob x Failed after 3.1s`` and, unless it succeeded, what failed and where to look;
@@ -198,7 +191,7 @@ class RunView:
         ]
         views = live.build_replica_views(job, self.feed.pods(), None)
         if state != "Succeeded":
-            processes = self._processes()
+            processes = self.feed.runs()
             culprit = live.detect_failed_replica(job.name, processes, views, live.detect_finish_time(job))
             # Every line of the tail: the summary picks its last few (past torchrun's footer, if any).
             tails = self._tails({culprit[0]}, final=True, n=None) if culprit else {}
@@ -206,7 +199,8 @@ class RunView:
             out += [Text(t) for t in summary if self.kept or not t.startswith("  details: ")]
         if not self.kept:
             return out  # (the delete that follows stops whatever still runs)
-        left = live.detect_leftovers(views, self.still_running())
+        # replicas whose processes still run (what cleanPodPolicy left behind)
+        left = live.detect_leftovers(views, self.feed.running_replicas())
         note = live.build_leftover_note(job, left, self.flags, views)
         out += [Text(t, style="yellow") for t in note]
         return out
