@@ -36,8 +36,14 @@ from trainop.programs.sources import (
 PROG = "storage-initializer"
 DEFAULT_WORKSPACE = "/workspace"  # upstream's INIT_CONTAINER_MOUNT_PATH
 MODEL_PARAMS = ("model_uri", "transformer_type", "access_token", "num_labels")
-HF_DATASET_PARAMS = ("repo_id", "access_token", "split")
-S3_DATASET_PARAMS = ("endpoint_url", "bucket_name", "file_key", "region_name", "access_key", "secret_key")
+# --dataset_provider → (the keys its parameters may have, the ones they must have): upstream's dataclasses
+DATASET_PARAMS = {
+    "hf": (("repo_id", "access_token", "split"), ("repo_id",)),
+    "s3": (
+        ("endpoint_url", "bucket_name", "file_key", "region_name", "access_key", "secret_key"),
+        ("endpoint_url", "bucket_name", "file_key"),
+    ),
+}
 # upstream's HuggingFaceModelParams names Auto* classes; any transformers AutoModel* name is accepted.
 TRANSFORMER_TYPE = re.compile(r"^AutoModel[A-Za-z]*$")
 
@@ -233,18 +239,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.model_provider
         else None
     )
-    dataset = None
-    if args.dataset_provider == "hf":
-        dataset = build_params(
-            args.dataset_provider_parameters, "--dataset_provider_parameters", HF_DATASET_PARAMS, ("repo_id",)
-        )
-    elif args.dataset_provider == "s3":
-        dataset = build_params(
+    dataset = (
+        build_params(
             args.dataset_provider_parameters,
             "--dataset_provider_parameters",
-            S3_DATASET_PARAMS,
-            ("endpoint_url", "bucket_name", "file_key"),
+            *DATASET_PARAMS[args.dataset_provider],
         )
+        if args.dataset_provider
+        else None
+    )
     try:
         workspace.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -52,9 +52,8 @@ status_logger = utils.StatusLogger(
 
 FIELD_MANAGER = "trainop-sdk"
 
-# Follow mode (§7.3): one reader thread per pod feeds a bounded queue; the queues are drained in turn.
+# Follow mode (§7.3): one reader thread per pod feeds one bounded queue, printed from in arrival order.
 FOLLOW_QUEUE_SIZE = 100
-FOLLOW_LINES_PER_TURN = 50
 FOLLOW_POLL_S = 1.0
 
 
@@ -601,63 +600,47 @@ class TrainingClient:
     def _follow_logs(
         self, namespace: str, job: str, pods: list[str], container: str, timeout: int
     ) -> dict[str, str]:
-        queues: dict[str, queue.Queue[str | _StreamEnd]] = {p: queue.Queue(FOLLOW_QUEUE_SIZE) for p in pods}
-
+        """Stream every pod's log, printing ``[Pod <name>]: <line>`` as lines arrive, until every stream
+        has ended (§7.3)."""
+        lines_of: queue.Queue[tuple[str, str | _StreamEnd]] = queue.Queue(FOLLOW_QUEUE_SIZE)
         stop = threading.Event()  # set when the caller stops reading (an error): readers then give up
 
-        def put(q: queue.Queue[str | _StreamEnd], item: str | _StreamEnd) -> bool:
+        def put(pod: str, item: str | _StreamEnd) -> bool:
             while not stop.is_set():
                 try:
-                    q.put(item, timeout=FOLLOW_POLL_S)
+                    lines_of.put((pod, item), timeout=FOLLOW_POLL_S)
                     return True
                 except queue.Full:
                     continue
             return False
 
-        def read(pod: str, q: queue.Queue[str | _StreamEnd]) -> None:
+        def read(pod: str) -> None:
             try:
                 for line in self.backend.logs(job, namespace, replica=pod, container=container, follow=True):
-                    if not put(q, line.text):
+                    if not put(pod, line.text):
                         return
             except BaseException as e:  # handed to the caller's thread
-                put(q, _StreamEnd(e))
+                put(pod, _StreamEnd(e))
             else:
-                put(q, _StreamEnd())
+                put(pod, _StreamEnd())
 
-        threads = [
-            threading.Thread(target=read, args=(p, queues[p]), daemon=True, name=f"logs-{p}") for p in pods
-        ]
-        for t in threads:
-            t.start()
-        try:
-            return self._drain_logs(namespace, pods, queues)
-        finally:
-            stop.set()
-
-    @staticmethod
-    def _drain_logs(
-        namespace: str, pods: list[str], queues: Mapping[str, queue.Queue[str | _StreamEnd]]
-    ) -> dict[str, str]:
-        """Round-robin over the pods' queues (up to FOLLOW_LINES_PER_TURN lines each per turn),
-        printing ``[Pod <name>]: <line>``, until every stream has ended (§7.3)."""
+        for p in pods:
+            threading.Thread(target=read, args=(p,), daemon=True, name=f"logs-{p}").start()
         lines: dict[str, list[str]] = {p: [] for p in pods}
-        open_streams = list(pods)
-        while open_streams:
-            for pod in list(open_streams):
-                q = queues[pod]
-                for _ in range(FOLLOW_LINES_PER_TURN):
-                    try:
-                        item = q.get(timeout=FOLLOW_POLL_S)
-                    except queue.Empty:
-                        break
-                    if isinstance(item, _StreamEnd):
-                        open_streams.remove(pod)
-                        if item.error is not None:
-                            detail = getattr(item.error, "detail", None) or str(item.error)
-                            raise build_log_error(namespace, pod, detail) from item.error
-                        break
+        open_streams = set(pods)
+        try:
+            while open_streams:
+                pod, item = lines_of.get()
+                if not isinstance(item, _StreamEnd):
                     print(f"[Pod {pod}]: {item}", flush=True)
                     lines[pod].append(item)
+                    continue
+                open_streams.discard(pod)
+                if item.error is not None:
+                    detail = getattr(item.error, "detail", None) or str(item.error)
+                    raise build_log_error(namespace, pod, detail) from item.error
+        finally:
+            stop.set()
         return {p: "".join(f"{line}\n" for line in ls) for p, ls in lines.items()}
 
     def _job_events(

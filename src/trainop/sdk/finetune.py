@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import metadata
+from importlib import import_module, metadata
 from typing import Any
 
 from trainop.sdk import constants
@@ -27,18 +27,6 @@ ENV_CLIENT_VERSIONS = "TRAINOP_CLIENT_VERSIONS"
 CLIENT_VERSION_DISTS = ("transformers", "peft")
 MODEL_PARAMS = "HuggingFaceModelParams"
 DATASET_PARAMS = {"HuggingFaceDatasetParams": "hf", "S3DatasetParams": "s3"}
-
-
-def _training_arguments() -> Any:
-    import transformers
-
-    return transformers.TrainingArguments()
-
-
-def _lora_config() -> Any:
-    import peft
-
-    return peft.LoraConfig()
 
 
 @dataclass
@@ -60,8 +48,10 @@ class HuggingFaceModelParams:
 class HuggingFaceTrainerParams:
     """kubeflow.storage_initializer.hugging_face.HuggingFaceTrainerParams: TrainingArguments + LoraConfig."""
 
-    training_parameters: Any = field(default_factory=_training_arguments)
-    lora_config: Any = field(default_factory=_lora_config)
+    training_parameters: Any = field(
+        default_factory=lambda: import_module("transformers").TrainingArguments()
+    )
+    lora_config: Any = field(default_factory=lambda: import_module("peft").LoraConfig())
 
 
 @dataclass

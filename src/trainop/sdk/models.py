@@ -156,10 +156,6 @@ def _list_types(item: str) -> dict[str, str]:
     return {"api_version": "str", "items": f"list[{item}]", "kind": "str", "metadata": "V1ListMeta"}
 
 
-class _JobModel(OpenAPIModel):
-    """A kind's job model (``openapi_types``: ``_job_types(<the kind's spec model>)``)."""
-
-
 class _JobListModel(OpenAPIModel):
     """A kind's list model (``openapi_types``: ``_list_types(<the kind's job model>)``)."""
 
@@ -182,7 +178,7 @@ class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
     }
 
 
-class KubeflowOrgV1JAXJob(_JobModel):
+class KubeflowOrgV1JAXJob(OpenAPIModel):
     openapi_types = _job_types("KubeflowOrgV1JAXJobSpec")
 
 
@@ -221,7 +217,7 @@ class KubeflowOrgV1JobStatus(OpenAPIModel):
     }
 
 
-class KubeflowOrgV1MPIJob(_JobModel):
+class KubeflowOrgV1MPIJob(OpenAPIModel):
     openapi_types = _job_types("KubeflowOrgV1MPIJobSpec")
 
 
@@ -249,7 +245,7 @@ class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
     }
 
 
-class KubeflowOrgV1PaddleJob(_JobModel):
+class KubeflowOrgV1PaddleJob(OpenAPIModel):
     openapi_types = _job_types("KubeflowOrgV1PaddleJobSpec")
 
 
@@ -266,7 +262,7 @@ class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
     _required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
 
 
-class KubeflowOrgV1PyTorchJob(_JobModel):
+class KubeflowOrgV1PyTorchJob(OpenAPIModel):
     openapi_types = _job_types("KubeflowOrgV1PyTorchJobSpec")
 
 
@@ -331,7 +327,7 @@ class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
     }
 
 
-class KubeflowOrgV1TFJob(_JobModel):
+class KubeflowOrgV1TFJob(OpenAPIModel):
     openapi_types = _job_types("KubeflowOrgV1TFJobSpec")
 
 
@@ -349,7 +345,7 @@ class KubeflowOrgV1TFJobSpec(OpenAPIModel):
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
 
 
-class KubeflowOrgV1XGBoostJob(_JobModel):
+class KubeflowOrgV1XGBoostJob(OpenAPIModel):
     openapi_types = _job_types("KubeflowOrgV1XGBoostJobSpec")
 
 
