@@ -280,27 +280,10 @@ class JobFeed(Protocol):
     def close(self) -> None: ...
 
 
-class EventRecord(Protocol):
-    """One event about a job, as ``describe`` lists it (the local store's row, or a cluster's Event);
-    times in epoch seconds."""
-
-    @property
-    def type(self) -> str: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def message(self) -> str: ...
-    @property
-    def count(self) -> int: ...
-    @property
-    def first_ts(self) -> float: ...
-    @property
-    def last_ts(self) -> float: ...
-
-
 @dataclass(frozen=True, slots=True)
 class JobEvent:
-    """An ``EventRecord``: a cluster's core/v1 Event, or a row of the local store's events."""
+    """One event about a job, as ``describe`` lists it: a cluster's core/v1 Event, or a row of the
+    local store's events; times in epoch seconds."""
 
     type: str
     reason: str
@@ -319,7 +302,7 @@ class JobDetails:
     base_dir: str
     pods: list[dict[str, Any]]
     objects: list[dict[str, Any]]
-    events: Sequence[EventRecord]
+    events: Sequence[JobEvent]
     processes: list[Any]  # the local store's ProcessRows (none on a cluster)
     ports: dict[tuple[str, int], int]
     supervisor: Any  # the local backend's SupervisorInfo; None on a cluster (its operator supervises)

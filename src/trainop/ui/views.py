@@ -18,7 +18,7 @@ from trainop.cli.selectors import Requirement, matches
 
 if TYPE_CHECKING:
     from trainop.api.common import TrainingJob
-    from trainop.backends.base import EventRecord
+    from trainop.backends.base import JobEvent
 
 # Metrics that place a point on the x axis, first found first: an epoch, else a step. Upstream's KEP
 # names (currentEpoch), transformers' KubeflowCallback's (current_step, current_epoch: a fraction,
@@ -95,7 +95,7 @@ def _container_summary(spec: Mapping[str, Any]) -> dict[str, Any]:
 def build_job_page(
     job: TrainingJob,
     pods: Sequence[Mapping[str, Any]] | None,
-    events: Sequence[EventRecord] | None,
+    events: Sequence[JobEvent] | None,
     now: float,
     errors: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:

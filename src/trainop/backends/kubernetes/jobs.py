@@ -59,6 +59,7 @@ from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import KubeClient, api_status_code, build_client, load_config
 from trainop.backends.waiting import SYSTEM_CLOCK, Clock, PollTimeout, poll_until
 from trainop.core.progress import read_annotated_status
+from trainop.core.status import parse_time
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -89,12 +90,8 @@ class PodRun:
 
 
 def _ts(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    at = parse_time(value)
+    return None if at is None else at.timestamp()
 
 
 def _take(q: queue.SimpleQueue[T]) -> list[T]:
@@ -531,14 +528,8 @@ class KubernetesBackend(PollingWait):
         pods = self._run(self._list(r.Pod, namespace, {LABEL_JOB_NAME: None})) if jobs else []
         out: list[tuple[TrainingJob, dict[str, Any], int | None]] = []
         for p in sorted(pods, key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"])):
-            owner = next(
-                (
-                    jobs[o.get("uid")]
-                    for o in p["metadata"].get("ownerReferences") or []
-                    if o.get("uid") in jobs
-                ),
-                None,
-            )
+            uids = [o.get("uid") for o in p["metadata"].get("ownerReferences") or []]
+            owner = next((jobs[uid] for uid in uids if uid in jobs), None)
             if owner is not None:
                 out.append((owner, p, None))
         return out
@@ -775,8 +766,6 @@ class KubernetesBackend(PollingWait):
     def trainjob_logs(
         self, name: str, namespace: str = "default", *, replica: str | None = None, follow: bool = False
     ) -> Iterator[LogLine]:
-        """Its pods' output, found by JobSet's jobset-name label; ``replica`` is a pod's name with or
-        without the TrainJob's (``node-0-1``)."""
         feed = TrainJobFeed(self, self.get_trainjob(name, namespace), replica=replica)  # NotFoundError now
         check_replica(name, replica, [str(p["metadata"]["name"]) for p in feed.pods()])
         return feed.follow() if follow else feed.read_all()

@@ -44,9 +44,9 @@ from trainop.backends.base import (
     AlreadyExistsError,
     BackendError,
     ContainerRun,
-    EventRecord,
     JobClient,
     JobDetails,
+    JobEvent,
     JobFeed,
     LogLine,
     NotFoundError,
@@ -445,8 +445,6 @@ class LocalBackend(PollingWait):
         return None
 
     def replica_pods(self, namespace: str | None) -> list[tuple[TrainingJob, dict[str, Any], int | None]]:
-        """(job, pod, port) of every pod of the jobs in ``namespace`` (None: all); ``port`` is the free
-        port the replica was given here."""
         out: list[tuple[TrainingJob, dict[str, Any], int | None]] = []
         for row in self._rows(namespace):
             job = _parse_row(row)
@@ -466,7 +464,6 @@ class LocalBackend(PollingWait):
         return list(self.store.list_processes(self._row(name, namespace).uid))
 
     def progress(self, job: TrainingJob) -> list[tuple[str, float, dict[str, Any]]]:
-        """Every post of the job's replicas to their progress endpoint (backends/local/progress.py)."""
         return self.store.list_progress(self._row(job.name, job.namespace).uid)
 
     def change_token(self) -> object | None:
@@ -482,7 +479,6 @@ class LocalBackend(PollingWait):
             own.close()
 
     def feed(self, job: TrainingJob) -> JobFeed:
-        """What ``trainop run`` watches the job through (backends/local/feed.py)."""
         from trainop.backends.local.feed import LocalFeed
 
         return LocalFeed(self, self._row(job.name, job.namespace))
@@ -511,7 +507,6 @@ class LocalBackend(PollingWait):
     wait_poll = POLL
 
     def where(self) -> str:
-        """Where this backend's jobs are, for messages (``No jobs in …``)."""
         return f"{self.paths.home} (TRAINOP_HOME)"
 
     def known_names(self, namespace: str) -> list[str]:
@@ -630,8 +625,8 @@ class LocalBackend(PollingWait):
         given = doc.get("metadata")
         meta: dict[str, Any] = given if isinstance(given, dict) else {}
         row = self._row(str(meta.get("name", "")), namespace, doc.get("kind"))
-        job = parse_job({**doc, "metadata": {**meta, "namespace": namespace}})
-        errors = validate_job(job, parse_job(row.manifest)) or self.detect_local_errors(job)
+        job, old = parse_job({**doc, "metadata": {**meta, "namespace": namespace}}), parse_job(row.manifest)
+        errors = validate_job(job, old) or self.detect_local_errors(job)
         if errors:
             raise InvalidJobError(errors, kind=job.kind, name=job.name)
         stored = row.manifest.get("metadata") or {}
@@ -645,8 +640,8 @@ class LocalBackend(PollingWait):
         old_client = (stored.get("annotations") or {}).get(ANNOTATION_ATTACHED_CLIENT)
         if old_client is not None:
             annotations[ANNOTATION_ATTACHED_CLIENT] = old_client
-        if job.run_policy.suspend is not True and parse_job(row.manifest).run_policy.suspend is True:
-            annotations.pop(ANNOTATION_INTERRUPTED, None)  # resumed, as set_suspend(False) does
+        if job.run_policy.suspend is not True and old.run_policy.suspend is True:
+            annotations.pop(ANNOTATION_INTERRUPTED, None)  # resumed: no longer interrupted
             drop_dead_client(annotations)
         if annotations:
             new_meta["annotations"] = annotations
@@ -733,10 +728,7 @@ class LocalBackend(PollingWait):
         stop: Callable[[], bool] | None = None,
         partials: Callable[[list[LogLine]], None] | None = None,
     ) -> Iterator[LogLine]:
-        """Lines of the replicas' logs (newest attempt, or the one before with ``previous``); with
-        ``follow``, keeps reading (across restarts) until the job is finished and its processes ended,
-        or ``stop()`` says so (a web page that closed: its reader must not wait for the job's end);
-        ``partials`` gets the unfinished last lines after each poll (a bar drawn in place)."""
+        """The newest attempt's lines, or the one before with ``previous``; followed across restarts."""
         row = self._row(name, namespace)  # raises now, not at the first line
         self._check_log_selection(row, replica, container)
         follower = LogFollower(self, row, replica=replica, container=container, previous=previous)
@@ -807,7 +799,7 @@ def build_merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def build_event_dict(job: TrainingJob, index: int, ev: EventRecord) -> dict[str, Any]:
+def build_event_dict(job: TrainingJob, index: int, ev: JobEvent) -> dict[str, Any]:
     """A stored event as the core/v1 Event a cluster would list for the job."""
     return {
         "metadata": {
@@ -992,14 +984,8 @@ class LogFollower:
     def read_all(self) -> Iterator[LogLine]:
         latest = self._latest()
         for (pod, cont), p in sorted(latest.items(), key=lambda kv: (kv[1].started_at, kv[0])):
-            try:
-                fh = open(p.log_path, "rb")  # noqa: SIM115  (closed below; lines are read lazily)
-            except OSError:
-                continue
-            with fh:  # line by line: a log of gigabytes is never held whole
-                for raw in fh:  # lines end at \n only: a \r (a progress bar's frame) stays in its line
-                    line = raw.decode(errors="replace").removesuffix("\n")
-                    yield LogLine(replica_label(self.row.name, pod), cont, p.attempt, line)
+            for line in _read_lines(p.log_path):
+                yield LogLine(replica_label(self.row.name, pod), cont, p.attempt, line)
 
     def _drain(self, key: tuple[str, str], final: bool) -> Iterator[LogLine]:
         attempt, fh, rest = self.open[key]
@@ -1044,11 +1030,7 @@ class LogFollower:
         done = self.read_up_to.get(key, -1)
         for r in rows:
             if done < r.attempt < latest:
-                try:
-                    text = Path(r.log_path).read_bytes()
-                except OSError:
-                    continue
-                for line in text.decode(errors="replace").removesuffix("\n").split("\n"):
+                for line in _read_lines(r.log_path):
                     yield LogLine(replica_label(self.row.name, key[0]), key[1], r.attempt, line)
         self.read_up_to[key] = max(done, latest - 1)
 
@@ -1106,6 +1088,18 @@ def _too_many_replicas(job: TrainingJob, cap: int, why: Callable[[int, int], str
     rtype = max(counts, key=lambda k: counts[k])
     path = f"spec.{KIND_INFO[job.kind].replica_map}[{rtype}].replicas"
     return [FieldError(path, f"Invalid value: {counts[rtype]}: {why(total, len(counts))}")]
+
+
+def _read_lines(path: str) -> Iterator[str]:
+    """A log file's lines, one at a time (a log of gigabytes is never held whole); nothing when it
+    cannot be read. Lines end at \\n only: a \\r (a progress bar's frame) stays in its line."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115  (closed below; lines are read lazily)
+    except OSError:
+        return
+    with fh:
+        for raw in fh:
+            yield raw.decode(errors="replace").removesuffix("\n")
 
 
 def _parse_row(row: JobRow) -> TrainingJob:
