@@ -64,6 +64,22 @@ class ObjectMeta(KubeModel):
     finalizers: list[str] | None = None
 
 
+class KubeObject(KubeModel):
+    """A top-level object: its apiVersion, kind and metadata (subclasses set the defaults)."""
+
+    api_version: str
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace or "default"
+
+
 class SchedulingPolicy(KubeModel):
     min_available: Int32 | None = None
     queue: str | None = None
@@ -167,22 +183,12 @@ class JobSpec(KubeModel):
         return None
 
 
-class TrainingJob(KubeModel):
+class TrainingJob(KubeObject):
     """One kubeflow.org/v1 job of any kind; ``spec`` is the kind's own spec model."""
 
     api_version: str = "kubeflow.org/v1"
-    kind: str
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: JobSpec
     status: JobStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or "default"
 
     @property
     def replica_specs(self) -> dict[str, ReplicaSpec]:

@@ -241,14 +241,7 @@ def _parse_rule(
         errs.append(invalid(path, item, "must be a mapping with action and matchers"))
         return None
     before = len(errs)
-    for key in item:
-        if key not in RULE_FIELDS:
-            errs.append(
-                FieldError(
-                    f"{path}.{key}",
-                    "Invalid value: unknown field: supported fields: " + ", ".join(RULE_FIELDS),
-                )
-            )
+    _unknown_fields(item, RULE_FIELDS, path, errs)
     name = item.get("name")
     if name is not None and (not isinstance(name, str) or not name):
         errs.append(invalid(f"{path}.name", name, "must be a non-empty string"))
@@ -285,14 +278,7 @@ def _parse_exit_codes(raw: Any, path: str, errs: list[FieldError]) -> ExitCodeMa
         errs.append(invalid(path, raw, "must be a mapping with operator and values"))
         return None
     before = len(errs)
-    for key in raw:
-        if key not in EXIT_CODE_FIELDS:
-            errs.append(
-                FieldError(
-                    f"{path}.{key}",
-                    "Invalid value: unknown field: supported fields: " + ", ".join(EXIT_CODE_FIELDS),
-                )
-            )
+    _unknown_fields(raw, EXIT_CODE_FIELDS, path, errs)
     operator = raw.get("operator")
     if operator is None:
         errs.append(required(f"{path}.operator", "In or NotIn"))
@@ -323,6 +309,11 @@ def _parse_exit_codes(raw: Any, path: str, errs: list[FieldError]) -> ExitCodeMa
     if len(errs) > before:
         return None
     return ExitCodeMatch(operator=str(operator), values=tuple(sorted(codes)), container=container)
+
+
+def _unknown_fields(raw: dict[Any, Any], known: tuple[str, ...], path: str, errs: list[FieldError]) -> None:
+    message = "Invalid value: unknown field: supported fields: " + ", ".join(known)
+    errs.extend(FieldError(f"{path}.{key}", message) for key in raw if key not in known)
 
 
 def _parse_strings(raw: Any, path: str, errs: list[FieldError]) -> tuple[str, ...]:

@@ -256,13 +256,11 @@ class MPIJobSpec(JobSpec):
         # runPolicy.cleanPodPolicy winning when it is set.
         run_policy = self.run_policy
         assert run_policy is not None  # apply_defaults gives the copy its own RunPolicy first
-        if run_policy.clean_pod_policy is not None:
-            chosen = run_policy.clean_pod_policy
-        elif self.clean_pod_policy is not None:
-            chosen = self.clean_pod_policy
-        else:
-            chosen = CLEAN_NONE
-        self.clean_pod_policy = run_policy.clean_pod_policy = chosen
+        if run_policy.clean_pod_policy is None:
+            run_policy.clean_pod_policy = (
+                CLEAN_NONE if self.clean_pod_policy is None else self.clean_pod_policy
+            )
+        self.clean_pod_policy = run_policy.clean_pod_policy
 
     def upstream_errors(self, job: TrainingJob, old: TrainingJob | None) -> list[FieldError]:
         """MPIJob's in-controller rules (§2.4). Upstream stops at the first error and has no field
@@ -271,6 +269,10 @@ class MPIJobSpec(JobSpec):
         if specs is None:
             return [FieldError("spec.mpiReplicaSpecs", "MPIReplicaSpecs is not valid")]
         errs: list[FieldError] = []
+
+        def invalid_spec(path: str, message: str) -> None:
+            errs.append(FieldError(path, f"MPIReplicaSpec is not valid: {message}"))
+
         for rtype, rs in specs.items():
             path = f"spec.mpiReplicaSpecs[{rtype}]"
             if not template_shape_ok(rs):
@@ -292,27 +294,11 @@ class MPIJobSpec(JobSpec):
                 cpath = f"{path}.template.spec.containers[{i}]"
                 for key, word in (("image", "Image"), ("name", "ImageName")):
                     if not container.get(key):
-                        errs.append(
-                            FieldError(
-                                f"{cpath}.{key}",
-                                f"MPIReplicaSpec is not valid: {word} is undefined in the container "
-                                f"of {rtype}",
-                            )
-                        )
+                        invalid_spec(f"{cpath}.{key}", f"{word} is undefined in the container of {rtype}")
             if rtype == "Launcher" and rs.replicas is not None and rs.replicas != 1:
-                errs.append(
-                    FieldError(
-                        f"{path}.replicas",
-                        "MPIReplicaSpec is not valid: There must be only 1 launcher replica",
-                    )
-                )
+                invalid_spec(f"{path}.replicas", "There must be only 1 launcher replica")
         if "Launcher" not in specs:
-            errs.append(
-                FieldError(
-                    "spec.mpiReplicaSpecs[Launcher]",
-                    "MPIReplicaSpec is not valid: Master ReplicaSpec must be present",
-                )
-            )
+            invalid_spec("spec.mpiReplicaSpecs[Launcher]", "Master ReplicaSpec must be present")
         return errs
 
     def field_errors(self) -> list[FieldError]:
@@ -433,12 +419,8 @@ KIND_INFO: dict[str, KindInfo] = {
 }  # fmt: skip
 
 JOB_MODELS: dict[str, type[TrainingJob]] = {
-    "PyTorchJob": PyTorchJob,
-    "TFJob": TFJob,
-    "XGBoostJob": XGBoostJob,
-    "MPIJob": MPIJob,
-    "PaddleJob": PaddleJob,
-    "JAXJob": JAXJob,
+    model.model_fields["kind"].default: model
+    for model in (PyTorchJob, TFJob, XGBoostJob, MPIJob, PaddleJob, JAXJob)
 }
 
 KIND_BY_PLURAL: dict[str, str] = {info.plural: k for k, info in KIND_INFO.items()}

@@ -29,16 +29,6 @@ DNS1123_SUBDOMAIN_MSG = (
 )
 
 
-def is_dns1123_label(value: object) -> bool:
-    """True when ``value`` is a string that is a DNS-1123 label."""
-    return (
-        isinstance(value, str)
-        and len(value.encode()) <= DNS1123_LABEL_MAX
-        # fullmatch, not match with "$": "$" also matches before a trailing newline
-        and _DNS1123_LABEL_RE.fullmatch(value) is not None
-    )
-
-
 def validate_dns1123_label(value: object, path: str) -> list[FieldError]:
     """The errors apimachinery's IsDNS1123Label reports for ``value`` at ``path`` (empty when valid)."""
     if not isinstance(value, str):
@@ -46,6 +36,6 @@ def validate_dns1123_label(value: object, path: str) -> list[FieldError]:
     errs: list[FieldError] = []
     if len(value.encode()) > DNS1123_LABEL_MAX:
         errs.append(invalid(path, value, f"must be no more than {DNS1123_LABEL_MAX} characters"))
-    if _DNS1123_LABEL_RE.fullmatch(value) is None:
+    if _DNS1123_LABEL_RE.fullmatch(value) is None:  # not match with "$", which passes a trailing newline
         errs.append(invalid(path, value, DNS1123_LABEL_MSG))
     return errs

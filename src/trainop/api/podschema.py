@@ -71,7 +71,7 @@ def _check_object(value: Any, typ: str, path: str, errs: list[FieldError]) -> No
         return
     fields: dict[str, str] = schema()["types"][typ]
     for key, item in value.items():
-        child = _join(path, str(key) if key != "" else '""')
+        child = join_path(path, str(key) if key != "" else '""')
         field_type = fields.get(key) if isinstance(key, str) else None
         if field_type is None:
             errs.append(FieldError(child, unknown_field_message(str(key), list(fields))))
@@ -246,7 +246,7 @@ def _shown(value: Any) -> str:
         return type(value).__name__
 
 
-def _join(path: str, key: str) -> str:
+def join_path(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trainop.api.common import Bool, Int32, Int64, KubeModel, ObjectMeta
+from trainop.api.common import Bool, Int32, Int64, KubeModel, KubeObject
 from trainop.api.constants import (
     KIND_CLUSTER_TRAINING_RUNTIME,
     KIND_TRAINING_RUNTIME,
@@ -154,20 +154,11 @@ class TrainJobStatus(KubeModel):
     trainer_status: TrainerStatus | None = None
 
 
-class TrainJob(KubeModel):
+class TrainJob(KubeObject):
     api_version: str = TRAINER_API_VERSION
     kind: str = KIND_TRAINJOB
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainJobSpec = Field(default_factory=TrainJobSpec)
     status: TrainJobStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace or "default"
 
 
 # --- Training runtimes ------------------------------------------------------------------------------
@@ -330,17 +321,12 @@ class TrainingRuntimeSpec(KubeModel):
         return list(spec.replicated_jobs or []) if spec is not None else []
 
 
-class TrainingRuntime(KubeModel):
+class TrainingRuntime(KubeObject):
     """A TrainingRuntime (namespaced) or ClusterTrainingRuntime (cluster-scoped); ``kind`` tells."""
 
     api_version: str = TRAINER_API_VERSION
     kind: str = KIND_CLUSTER_TRAINING_RUNTIME
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TrainingRuntimeSpec = Field(default_factory=TrainingRuntimeSpec)
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
 
     @property
     def namespaced(self) -> bool:

@@ -140,9 +140,9 @@ def _too_long(path: str, value: str, limit: int) -> list[FieldError]:
     return []
 
 
-def _env_count(path: str, env: list[Any] | None) -> list[FieldError]:
-    if env is not None and len(env) > MAX_ENV:
-        return [FieldError(path, f"Too many: {len(env)}: must have at most {MAX_ENV} items")]
+def _too_many(path: str, items: list[Any] | None, limit: int) -> list[FieldError]:
+    if items is not None and len(items) > limit:
+        return [FieldError(path, f"Too many: {len(items)}: must have at most {limit} items")]
     return []
 
 
@@ -215,12 +215,9 @@ def _trainer_errors(spec: TrainJobSpec) -> list[FieldError]:
         )
     if trainer.image is not None:
         errs += _too_long("spec.trainer.image", trainer.image, 500)
-    for field, items in (("command", trainer.command), ("args", trainer.args)):
-        if items is not None and len(items) > 128:
-            errs.append(
-                FieldError(f"spec.trainer.{field}", f"Too many: {len(items)}: must have at most 128 items")
-            )
-    return errs + _env_count("spec.trainer.env", trainer.env) + _env_names("spec.trainer.env", trainer.env)
+    errs += _too_many("spec.trainer.command", trainer.command, 128)
+    errs += _too_many("spec.trainer.args", trainer.args, 128)
+    return errs + _env_errors("spec.trainer.env", trainer.env)
 
 
 def _initializer_errors(spec: TrainJobSpec) -> list[FieldError]:
@@ -236,20 +233,13 @@ def _initializer_errors(spec: TrainJobSpec) -> list[FieldError]:
         if uri and not _URI.match(uri):
             message = "storageUri may be empty, or it must be a valid URI (scheme://...)"
             errs.append(_cel(f"{path}.storageUri", "string", message))
-        errs += _env_count(f"{path}.env", source.env) + _env_names(f"{path}.env", source.env)
+        errs += _env_errors(f"{path}.env", source.env)
     return errs
 
 
 def _runtime_patch_errors(spec: TrainJobSpec) -> list[FieldError]:
     patches = spec.runtime_patches or []
-    errs: list[FieldError] = []
-    if len(patches) > MAX_RUNTIME_PATCHES:
-        errs.append(
-            FieldError(
-                "spec.runtimePatches",
-                f"Too many: {len(patches)}: must have at most {MAX_RUNTIME_PATCHES} items",
-            )
-        )
+    errs = _too_many("spec.runtimePatches", patches, MAX_RUNTIME_PATCHES)
     seen: set[str] = set()
     for i, patch in enumerate(patches):
         path = f"spec.runtimePatches[{i}].manager"
@@ -267,9 +257,9 @@ def _runtime_patch_errors(spec: TrainJobSpec) -> list[FieldError]:
     return errs
 
 
-def _env_names(path: str, env: list[Any] | None) -> list[FieldError]:
-    """``env`` is a list map keyed by name: each entry needs a name, and names are unique."""
-    errs: list[FieldError] = []
+def _env_errors(path: str, env: list[Any] | None) -> list[FieldError]:
+    """``env`` is a list map keyed by name: at most ``MAX_ENV`` entries, each with a name, names unique."""
+    errs = _too_many(path, env, MAX_ENV)
     seen: set[str] = set()
     for i, entry in enumerate(env or []):
         name = entry.get("name") if isinstance(entry, dict) else None

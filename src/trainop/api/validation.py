@@ -21,17 +21,12 @@ from trainop.api.constants import (
     RESOURCE_NVIDIA_GPU,
     RESTART_POLICIES,
 )
-from trainop.api.errors import (
-    FieldError,
-    InvalidJobError,
-    invalid,
-    not_supported,
-)
+from trainop.api.errors import FieldError, InvalidJobError, invalid, not_supported
 from trainop.api.failure_policy import validate_failure_policy
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
 from trainop.api.names import DNS1123_SUBDOMAIN_MAX, DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_RE
-from trainop.api.podschema import template_errors, unknown_field_message
+from trainop.api.podschema import join_path, template_errors, unknown_field_message
 from trainop.api.rules import (
     DNS1035_LABEL_MAX,
     at_least,
@@ -54,7 +49,8 @@ _GENERATED_SUFFIX_LEN = 5
 
 def validate_trainop(job: TrainingJob, old: TrainingJob | None = None) -> list[FieldError]:
     """Checks upstream lacks, each saying what to change (docs/compatibility.md, "## Validation")."""
-    errs = _validate_unknown_fields(job)
+    errs: list[FieldError] = []
+    _walk_extras(job, "", errs)  # fields the models do not know
     errs += _validate_names(job)
     errs += _validate_queue_immutable(job, old)
     errs += _validate_kueue_queue_name(job, old)
@@ -66,27 +62,21 @@ def validate_trainop(job: TrainingJob, old: TrainingJob | None = None) -> list[F
     return errs
 
 
-def _validate_unknown_fields(job: TrainingJob) -> list[FieldError]:
+def _walk_extras(model: KubeModel, path: str, errs: list[FieldError]) -> None:
     """Fields the models do not know (outside pod templates and other opaque Kubernetes objects).
     The API server would prune them silently; a typo there usually means a setting is ignored."""
-    errs: list[FieldError] = []
-    _walk_extras(job, "", errs)
-    return errs
-
-
-def _walk_extras(model: KubeModel, path: str, errs: list[FieldError]) -> None:
     fields = type(model).model_fields
     extra = model.__pydantic_extra__
     if extra:
         known = [f.alias or name for name, f in fields.items()]
         for key in extra:
             # An empty key is printed as podschema prints it, so the error still has a path.
-            errs.append(FieldError(_join(path, key or '""'), unknown_field_message(key, known)))
+            errs.append(FieldError(join_path(path, key or '""'), unknown_field_message(key, known)))
     for name, f in fields.items():
         if name == "template":
             continue  # a PodTemplateSpec: Kubernetes validates the pods built from it
         value = getattr(model, name)
-        child = _join(path, f.alias or name)
+        child = join_path(path, f.alias or name)
         if isinstance(value, KubeModel):
             _walk_extras(value, child, errs)
         elif isinstance(value, dict):
@@ -97,10 +87,6 @@ def _walk_extras(model: KubeModel, path: str, errs: list[FieldError]) -> None:
             for i, item in enumerate(value):
                 if isinstance(item, KubeModel):
                     _walk_extras(item, f"{child}[{i}]", errs)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
 
 
 def _effective_name(job: TrainingJob) -> tuple[str, str]:
@@ -177,12 +163,10 @@ def _validate_pod_name(path: str, name: str, value: str) -> list[FieldError]:
 def _validate_queue_immutable(job: TrainingJob, old: TrainingJob | None) -> list[FieldError]:
     # The CRD's CEL transition rule (§1.2), which the API server evaluates only when both the old and
     # the new object set the field; repeated here for the local backend, with the API server's wording.
-    if old is None:
-        return []
-    old_sp, new_sp = old.run_policy.scheduling_policy, job.run_policy.scheduling_policy
-    if old_sp is None or new_sp is None or old_sp.queue is None or new_sp.queue is None:
-        return []
-    if old_sp.queue == new_sp.queue:
+    old_sp = old.run_policy.scheduling_policy if old is not None else None
+    new_sp = job.run_policy.scheduling_policy
+    queues = (old_sp.queue if old_sp else None, new_sp.queue if new_sp else None)
+    if None in queues or queues[0] == queues[1]:
         return []
     return [
         invalid(

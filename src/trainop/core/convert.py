@@ -53,7 +53,7 @@ class ConvertedTrainer:
     template_type: str  # the replica type whose template becomes the trainer's
     container: str  # the container in that template
     num_nodes: int
-    num_proc_per_node: int | None
+    num_proc_per_node: int | None = None
     command_prefix: tuple[str, ...] = ()  # put before the command unless it already starts so
     keeps_command_when: tuple[str, ...] = ()  # first words that already do the launcher's job
     notes: tuple[str, ...] = ()
@@ -108,11 +108,8 @@ def build_trainjob(job: TrainingJob, plugin: object) -> Conversion:
     if patch is not None:
         spec["runtimePatches"] = [patch]
     notes += _run_policy(job, spec)
-    meta = {
-        k: v
-        for k in ("name", "generateName", "namespace", "labels", "annotations")
-        if (v := getattr(job.metadata, _snake(k)))
-    }
+    kept = ("name", "generateName", "namespace", "labels", "annotations")
+    meta = {k: v for k, v in job.metadata.to_dict().items() if k in kept and v}
     return Conversion(
         trainjob={"apiVersion": TRAINER_API_VERSION, "kind": KIND_TRAINJOB, "metadata": meta, "spec": spec},
         notes=notes,
@@ -160,17 +157,13 @@ def _dropped_container_notes(main: dict[str, Any], containers: list[dict[str, An
     return notes
 
 
-def _snake(key: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
-
-
 def _other_templates(job: TrainingJob, conv: ConvertedTrainer) -> list[str]:
     chosen = job.replica_specs.get(conv.template_type)
     out = []
     for rtype, rs in job.replica_specs.items():
         if rtype == conv.template_type or rtype in conv.dropped_types or chosen is None:
             continue
-        if _comparable(rs.template, conv.container) != _comparable(chosen.template, conv.container):
+        if _comparable(rs.template) != _comparable(chosen.template):
             out.append(
                 f"{rtype}: its pod template differs from {conv.template_type}'s; a TrainJob has one template "
                 f"for every node, so {conv.template_type}'s is used"
@@ -185,7 +178,7 @@ def _other_templates(job: TrainingJob, conv: ConvertedTrainer) -> list[str]:
     return out
 
 
-def _comparable(template: dict[str, Any], container: str) -> Any:
+def _comparable(template: dict[str, Any]) -> Any:
     spec = copy.deepcopy(template.get("spec") or {})
     for c in spec.get("containers") or []:
         if isinstance(c, dict):

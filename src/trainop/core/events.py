@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 from trainop.api.kinds import KindInfo
+from trainop.core.gang import POD_GROUP_KIND
 from trainop.core.plan import ERROR_PLACEHOLDER, CreateObject, DeleteJob, DeleteObject, Event
 from trainop.core.pods import compute_restart_count, detect_name, detect_uid
 
@@ -20,26 +21,20 @@ def build_create_action(info: KindInfo, obj: dict[str, Any]) -> CreateObject:
     """CreateObject with SuccessfulCreatePod/Service or FailedCreatePod/Service (§6.3); a launcher's
     kind words its pods' events itself (``Launcher.build_pod_events``). Other objects carry no event."""
     kind = obj.get("kind")
-    name = detect_name(obj)
-    if kind == "Pod":
+    if kind in ("Pod", "Service"):
         return CreateObject(
             obj,
-            done=Event(NORMAL, "SuccessfulCreatePod", f"Created pod: {name}"),
-            on_error=Event(WARNING, "FailedCreatePod", f"Error creating: {ERROR_PLACEHOLDER}"),
-        )
-    if kind == "Service":
-        return CreateObject(
-            obj,
-            done=Event(NORMAL, "SuccessfulCreateService", f"Created service: {name}"),
-            on_error=Event(WARNING, "FailedCreateService", f"Error creating: {ERROR_PLACEHOLDER}"),
+            done=Event(NORMAL, f"SuccessfulCreate{kind}", f"Created {kind.lower()}: {detect_name(obj)}"),
+            on_error=Event(WARNING, f"FailedCreate{kind}", f"Error creating: {ERROR_PLACEHOLDER}"),
         )
     return CreateObject(obj)
 
 
 def build_delete_action(kind: str, name: str) -> DeleteObject:
-    """DeleteObject with SuccessfulDelete<Kind>/FailedDelete<Kind> for Pods and Services (§6.3)."""
-    if kind in ("Pod", "Service"):
-        noun = kind.lower()
+    """DeleteObject with SuccessfulDelete<Kind>/FailedDelete<Kind> for Pods and Services (§6.3), and
+    the PodGroup's (§4.8)."""
+    if kind in ("Pod", "Service", POD_GROUP_KIND):
+        noun = kind if kind == POD_GROUP_KIND else kind.lower()
         return DeleteObject(
             kind,
             name,

@@ -16,7 +16,7 @@ from typing import Any
 
 from trainop.api.common import TrainingJob
 from trainop.api.kinds import KIND_INFO
-from trainop.core.plan import ERROR_PLACEHOLDER, DeleteObject, Event
+from trainop.core.plan import Event
 
 POD_GROUP_KIND = "PodGroup"
 VOLCANO = "volcano"
@@ -335,13 +335,3 @@ def _format_sum(values: list[tuple[Decimal, str]]) -> str:
     if milli == milli.to_integral_value():
         return f"{int(milli)}m"
     return f"{int((total * 10**9).to_integral_value())}n"
-
-
-def build_pod_group_delete_action(name: str) -> DeleteObject:
-    """Delete the PodGroup with upstream's events (§4.8): SuccessfulDeletePodGroup / FailedDeletePodGroup."""
-    return DeleteObject(
-        POD_GROUP_KIND,
-        name,
-        done=Event("Normal", "SuccessfulDeletePodGroup", f"Deleted PodGroup: {name}"),
-        on_error=Event("Warning", "FailedDeletePodGroup", f"Error deleting: {ERROR_PLACEHOLDER}"),
-    )

@@ -19,6 +19,7 @@ from trainop.api.constants import (
     RESTART_EXIT_CODE,
     RESTART_NEVER,
 )
+from trainop.api.defaults import default_container
 from trainop.api.kinds import KindInfo
 from trainop.core.naming import build_owner_reference, build_replica_labels
 
@@ -99,14 +100,6 @@ def detect_exit_code(pod: Mapping[str, Any], container: str) -> int:
     return code
 
 
-def detect_default_container_terminated(pod: dict[str, Any], container: str) -> dict[str, Any] | None:
-    """The ``status.containerStatuses`` entry of ``container`` when its state is terminated."""
-    for cs in (pod.get("status") or _EMPTY).get("containerStatuses") or ():
-        if cs.get("name") == container and (cs.get("state") or _EMPTY).get("terminated") is not None:
-            return dict(cs)
-    return None
-
-
 def compute_restart_count(pod: dict[str, Any]) -> int:
     """The sum of restartCount over init and regular containers (§4.6 rule b)."""
     status = pod.get("status") or _EMPTY
@@ -160,14 +153,11 @@ def build_pod(
 def build_service_ports(spec: ReplicaSpec, info: KindInfo) -> list[dict[str, Any]] | None:
     """Every port of the default-named container as ``{name, port}`` (§3.2); None when no container
     has the default name (upstream: "failed to find the port")."""
-    for container in spec.containers:
-        if isinstance(container, dict) and container.get("name") == info.default_container:
-            return [
-                {"name": p.get("name"), "port": p.get("containerPort")}
-                for p in container.get("ports") or ()
-                if isinstance(p, dict)
-            ]
-    return None
+    container = default_container(spec, info)
+    if container is None:
+        return None
+    ports = container.get("ports") or ()
+    return [{"name": p.get("name"), "port": p.get("containerPort")} for p in ports if isinstance(p, dict)]
 
 
 def build_service(

@@ -18,16 +18,13 @@ from trainop.api.constants import (
     COND_RUNNING,
     COND_SUCCEEDED,
     COND_SUSPENDED,
+    EXIT_CODE_UNSET,
     LABEL_REPLICA_TYPE,
 )
 from trainop.api.defaults import apply_defaults
-from trainop.api.failure_policy import (
-    STRATEGY_BLOCKING_RECREATE,
-)
+from trainop.api.failure_policy import STRATEGY_BLOCKING_RECREATE
 from trainop.core import events as ev
-from trainop.core.gang import (
-    GangScheduler,
-)
+from trainop.core.gang import GangScheduler
 from trainop.core.naming import build_owner_reference
 from trainop.core.observed import Observed, detect_drift
 from trainop.core.pass_state import (
@@ -50,7 +47,6 @@ from trainop.core.pods import (
     build_pod,
     build_service,
     build_service_ports,
-    detect_default_container_terminated,
     detect_deleting,
     detect_exit_code,
     detect_label,
@@ -64,11 +60,7 @@ from trainop.core.policies.backoff import (
 )
 from trainop.core.policies.cleanup import compute_cleanup
 from trainop.core.policies.deadline import build_deadline_message, compute_deadline_remaining
-from trainop.core.policies.failure import (
-    RestartCount,
-    detect_attempt,
-    detect_restart_count,
-)
+from trainop.core.policies.failure import RestartCount, detect_attempt, detect_restart_count
 from trainop.core.policies.managed_by import detect_managed_elsewhere
 from trainop.core.policies.podgroup import decorate_for_gang, delete_pod_group, reconcile_pod_group
 from trainop.core.policies.restart import (
@@ -356,13 +348,13 @@ class _Pass(PassState):
             for pod in replica.pods:
                 if pod.deleting or pod.old:
                     continue
-                if detect_default_container_terminated(pod.obj, container) is not None:
-                    exit_code = detect_exit_code(pod.obj, container)
+                exit_code = detect_exit_code(pod.obj, container)
+                if exit_code != EXIT_CODE_UNSET:  # the default container has terminated
                     self.plan.events.append(ev.build_exited_event(namespace, pod.obj, exit_code))
                 if pod.phase != PHASE_FAILED:
                     continue
                 policy = replica.spec.restart_policy or self.info.default_restart_policy
-                decision = detect_restart(policy, detect_exit_code(pod.obj, container))
+                decision = detect_restart(policy, exit_code)
                 if decision == RESTART:
                     self._restart(replica.rtype, pod.name)
                 elif decision == FAIL:

@@ -14,7 +14,7 @@ right on a cluster and on one machine.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
@@ -123,9 +123,10 @@ class ResolvedTrainJob(_StepLookup):
         trainer; MPI's launcher after its nodes)."""
         done: set[str] = set()
         waves: list[list[str]] = []
-        left = [s.name for s in self.steps]
+        deps = {s.name: s.depends_on for s in self.steps}
+        left = list(deps)
         while left:
-            wave = [n for n in left if all(d in done for d, _ in self._step(n).depends_on)]
+            wave = [n for n in left if all(d in done for d, _ in deps[n])]
             if not wave:  # a cycle or an unknown name; validation refuses both, keep the rest as one wave
                 wave = list(left)
             waves.append(wave)
@@ -133,20 +134,14 @@ class ResolvedTrainJob(_StepLookup):
             left = [n for n in left if n not in done]
         return waves
 
-    def _step(self, name: str) -> Step:
-        step = self.step(name)
-        assert step is not None
-        return step
-
     def pods(self, step: str | None = None) -> list[PodPlan]:
-        out: list[PodPlan] = []
-        for s in self.steps:
-            if step is not None and s.name != step:
-                continue
-            for ji in range(s.replicas):
-                for pi in range(s.count):
-                    out.append(self._build_pod(s, ji, pi))
-        return out
+        return [
+            self._build_pod(s, ji, pi)
+            for s in self.steps
+            if step is None or s.name == step
+            for ji in range(s.replicas)
+            for pi in range(s.count)
+        ]
 
     def _build_pod(self, step: Step, job_index: int, pod_index: int) -> PodPlan:
         job_name = self.job.name
@@ -328,24 +323,23 @@ def field_ref_env(name: str, path: str) -> dict[str, Any]:
 
 def count_gpus(resources: Mapping[str, Any]) -> int:
     """runtime.GetNumGPUPerNode: the first resource whose name holds "gpu", requests before limits."""
-
-    def of(rl: Any) -> int:
-        for key, value in (rl or {}).items() if isinstance(rl, dict) else ():
-            if "gpu" in str(key).lower():
-                return _ceil(value)
-        return 0
-
-    got = of(resources.get("requests"))
-    return got if got else of(resources.get("limits"))
+    return _count_resource(resources, lambda key: "gpu" in key.lower())
 
 
 def count_cpus(resources: Mapping[str, Any]) -> int:
     """torch.getNumCPUPerNode: the CPU request rounded up, else the limit, else 0."""
-    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
-    req = _ceil(requests.get("cpu")) if isinstance(requests, dict) else 0
-    if req:
-        return req
-    return _ceil(limits.get("cpu")) if isinstance(limits, dict) else 0
+    return _count_resource(resources, lambda key: key == "cpu")
+
+
+def _count_resource(resources: Mapping[str, Any], match: Callable[[str], bool]) -> int:
+    """The first resource ``match`` accepts, rounded up: in the requests, else (0 there) the limits."""
+    for part in ("requests", "limits"):
+        amounts = resources.get(part)
+        amounts = amounts if isinstance(amounts, dict) else {}
+        got = next((_ceil(v) for k, v in amounts.items() if match(str(k))), 0)
+        if got:
+            return got
+    return 0
 
 
 def _ceil(value: Any) -> int:
@@ -526,10 +520,8 @@ def _build_step(rjob: Mapping[str, Any], num_nodes: int | None) -> Step:
     spec = template.get("spec") or {}
     parallelism = spec.get("parallelism")
     count = parallelism if isinstance(parallelism, int) and not isinstance(parallelism, bool) else 1
-    if ancestor == ANCESTOR_TRAINER and num_nodes is not None:
-        count = num_nodes
-    elif ancestor == ANCESTOR_TRAINER:
-        count = 1
+    if ancestor == ANCESTOR_TRAINER:
+        count = num_nodes if num_nodes is not None else 1
     replicas = rjob.get("replicas")
     return Step(
         name=str(rjob.get("name")),

@@ -121,13 +121,15 @@ def compute_max_restarts(resolved: ResolvedTrainJob) -> int | None:
 
 def compute_restarts(job: Any) -> int:
     """JobSet's ``status.restarts`` for this TrainJob (kept in an annotation on it; 0 when absent)."""
-    value = (job.metadata.annotations or {}).get(ANNOTATION_JOBSET_RESTARTS, "0")
-    return int(value) if str(value).isdigit() else 0
+    return _count((job.metadata.annotations or {}).get(ANNOTATION_JOBSET_RESTARTS))
 
 
 def _attempt(pod: Mapping[str, Any]) -> int:
-    value = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_JOBSET_RESTART_ATTEMPT, "0")
-    return int(value) if str(value).isdigit() else 0
+    return _count(((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_JOBSET_RESTART_ATTEMPT))
+
+
+def _count(value: object) -> int:
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
 @dataclass

@@ -84,25 +84,18 @@ def pod_spec_for_write(pod: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def inject_env_all(pod: dict[str, Any], env: list[dict[str, Any]]) -> None:
+def inject_env(pod: dict[str, Any], env: list[dict[str, Any]], only: str | None = None) -> None:
     """§3.3: PyTorch, XGBoost, Paddle and JAX append their env to every container (init containers
-    excluded)."""
-    if not env:
-        return
-    spec = pod_spec_for_write(pod)
-    spec["containers"] = [append_env(c, env) for c in spec.get("containers") or []]
-
-
-def inject_env_named(pod: dict[str, Any], env: list[dict[str, Any]], container_name: str) -> None:
-    """§3.3/§3.5: TF appends only to the first container with the default name."""
+    excluded); TF (§3.5) only to the first container named ``only``, the default one."""
     if not env:
         return
     spec = pod_spec_for_write(pod)
     containers = list(spec.get("containers") or [])
     for i, c in enumerate(containers):
-        if c.get("name") == container_name:
+        if only is None or c.get("name") == only:
             containers[i] = append_env(c, env)
-            break
+            if only is not None:
+                break
     spec["containers"] = containers
 
 
@@ -223,11 +216,8 @@ class BasePlugin:
     def customize_pod(
         self, job: TrainingJob, rtype: str, index: int, pod: dict[str, Any], topology: Topology
     ) -> None:
-        env = self.build_env(job, rtype, index, topology)
-        if self.env_in_every_container:
-            inject_env_all(pod, env)
-        else:
-            inject_env_named(pod, env, self.info.default_container)
+        only = None if self.env_in_every_container else self.info.default_container
+        inject_env(pod, self.build_env(job, rtype, index, topology), only)
 
     # -- status (§4.4) --
     def compute_conditions(

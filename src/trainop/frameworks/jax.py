@@ -73,7 +73,6 @@ class JAXPlugin(BasePlugin):
             template_type=WORKER,
             container=self.info.default_container,
             num_nodes=total_replicas(job),
-            num_proc_per_node=None,
             notes=(
                 "env: the JAX policy sets JAX_COORDINATOR_ADDRESS (host:port), JAX_NUM_PROCESSES and "
                 "JAX_PROCESS_ID, which jax.distributed.initialize() reads; a script that reads the JAXJob's "

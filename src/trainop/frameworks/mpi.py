@@ -42,9 +42,7 @@ from trainop.api.constants import (
     OMPI_RSH_ARGS_DEFAULT,
     RESTART_EXIT_CODE,
 )
-from trainop.api.constants import (
-    LAUNCHER as STEP_LAUNCHER,
-)
+from trainop.api.constants import LAUNCHER as STEP_LAUNCHER
 from trainop.api.errors import FieldError, invalid
 from trainop.api.kinds import MPIJobSpec
 from trainop.api.trainer import MPIPolicy as MPIPolicySource
@@ -53,13 +51,7 @@ from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
 from trainop.core.pods import detect_index, detect_phase, detect_replica_pods
 from trainop.core.topology import Topology, replica_name
-from trainop.core.trainjob import (
-    PolicyContext,
-    Step,
-    reserved_env_error,
-    upsert_env,
-    upsert_named,
-)
+from trainop.core.trainjob import PolicyContext, Step, reserved_env_error, upsert_env, upsert_named
 from trainop.frameworks.base import ConditionUpdate, ExecAgent, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
@@ -240,6 +232,12 @@ def build_role_binding(job: TrainingJob) -> dict[str, Any]:
     }
 
 
+def _config_volume(job: TrainingJob, *keys: str) -> dict[str, Any]:
+    """The ``<job>-config`` ConfigMap's files ``keys`` as a volume (the scripts executable)."""
+    items = [{"key": k, "path": k, "mode": HOSTFILE_MODE if k == HOSTFILE else SCRIPT_MODE} for k in keys]
+    return {"name": CONFIG_VOLUME, "configMap": {"name": config_map_name(job), "items": items}}
+
+
 def _find_pod(pods: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
     return next((p for p in pods if (p.get("metadata") or {}).get("name") == name), None)
 
@@ -334,16 +332,7 @@ class MPIPlugin(BasePlugin):
         ]
         containers[0] = first
         spec["containers"] = containers
-        spec["volumes"] = [
-            *(spec.get("volumes") or []),
-            {
-                "name": CONFIG_VOLUME,
-                "configMap": {
-                    "name": config_map_name(job),
-                    "items": [{"key": KUBEXEC_SCRIPT, "path": KUBEXEC_SCRIPT, "mode": SCRIPT_MODE}],
-                },
-            },
-        ]
+        spec["volumes"] = [*(spec.get("volumes") or []), _config_volume(job, KUBEXEC_SCRIPT)]
 
     def _customize_launcher(self, job: TrainingJob, pod: dict[str, Any], topology: Topology) -> None:
         labels = (pod.get("metadata") or {}).get("labels")
@@ -367,17 +356,7 @@ class MPIPlugin(BasePlugin):
         spec["volumes"] = [
             *(spec.get("volumes") or []),
             {"name": KUBECTL_VOLUME, "emptyDir": {}},
-            {
-                "name": CONFIG_VOLUME,
-                "configMap": {
-                    "name": config_map_name(job),
-                    "items": [
-                        {"key": KUBEXEC_SCRIPT, "path": KUBEXEC_SCRIPT, "mode": SCRIPT_MODE},
-                        {"key": HOSTFILE, "path": HOSTFILE, "mode": HOSTFILE_MODE},
-                        {"key": DISCOVER_HOSTS_SCRIPT, "path": DISCOVER_HOSTS_SCRIPT, "mode": SCRIPT_MODE},
-                    ],
-                },
-            },
+            _config_volume(job, KUBEXEC_SCRIPT, HOSTFILE, DISCOVER_HOSTS_SCRIPT),
         ]
 
     def build_delivery_container(self, job: TrainingJob) -> dict[str, Any]:

@@ -22,13 +22,7 @@ from trainop.api.constants import (
 )
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
-from trainop.frameworks.generic import (
-    BasePlugin,
-    env_var,
-    peer_port,
-    python_unbuffered,
-    total_replicas,
-)
+from trainop.frameworks.generic import BasePlugin, env_var, peer_port, python_unbuffered, total_replicas
 from trainop.frameworks.pytorch import compute_master_or_worker_conditions
 
 MASTER = "Master"

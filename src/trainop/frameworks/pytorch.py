@@ -7,7 +7,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -344,22 +344,15 @@ class TorchPolicy:
     ml_policy = "torch"
 
     def trainjob_errors(self, ctx: PolicyContext) -> list[FieldError]:
-        errs: list[FieldError] = []
-        torch = ctx.runtime.spec.ml_policy.torch if ctx.runtime.spec.ml_policy else None
-        if torch is not None and torch.env_injection is not None:
-            for target in torch.env_injection.targets or []:
-                step = ctx.step(target.job_name or "")
-                for name in target.container_names or []:
-                    if step is None or (
-                        step.container(name) is None and step.container(name, init=True) is None
-                    ):
-                        errs.append(
-                            FieldError(
-                                "spec.runtimeRef",
-                                f"Invalid value: {target.to_dict()}: envInjection target podSet "
-                                f'"{target.job_name}" container "{name}" not found in runtime template',
-                            )
-                        )
+        errs = [
+            FieldError(
+                "spec.runtimeRef",
+                f"Invalid value: {target.to_dict()}: envInjection target podSet "
+                f'"{target.job_name}" container "{name}" not found in runtime template',
+            )
+            for target, name, container in _env_injection_targets(ctx)
+            if container is None
+        ]
         return errs + reserved_env_error(ctx.job, TORCH_RESERVED_ENV)
 
     def enforce_ml_policy(self, ctx: PolicyContext) -> None:
@@ -385,9 +378,10 @@ class TorchPolicy:
             upsert_env(container, pet)
             upsert_env(container, master)
             upsert_port(container, TRAINER_PORT)
-        for c in _env_injection_containers(ctx):
-            upsert_env(c, pet)
-            upsert_env(c, master)
+        for _, _, c in _env_injection_targets(ctx):
+            if c is not None:
+                upsert_env(c, pet)
+                upsert_env(c, master)
 
 
 def _nproc_per_node(ctx: PolicyContext) -> str:
@@ -400,17 +394,15 @@ def _nproc_per_node(ctx: PolicyContext) -> str:
     return str(max(1, count_cpus(ctx.resources_per_node())))
 
 
-def _env_injection_containers(ctx: PolicyContext) -> list[dict[str, Any]]:
-    """The containers the torch policy's envInjection targets name (init containers too)."""
+def _env_injection_targets(ctx: PolicyContext) -> Iterator[tuple[Any, str, dict[str, Any] | None]]:
+    """(target, container name, the container or None when the runtime has none) of each container the
+    torch policy's envInjection targets name (init containers too)."""
     torch = ctx.runtime.spec.ml_policy.torch if ctx.runtime.spec.ml_policy else None
-    out = []
     for target in (torch.env_injection.targets or []) if torch and torch.env_injection else []:
-        tstep = ctx.step(target.job_name or "")
-        for name in (target.container_names or []) if tstep is not None else []:
-            c = tstep.container(name) or tstep.container(name, init=True)  # type: ignore[union-attr]
-            if c is not None:
-                out.append(c)
-    return out
+        step = ctx.step(target.job_name or "")
+        for name in target.container_names or []:
+            container = step.container(name) or step.container(name, init=True) if step else None
+            yield target, name, container
 
 
 __all__ = [

@@ -89,7 +89,6 @@ class XGBoostPlugin(BasePlugin):
             template_type=MASTER,
             container=self.info.default_container,
             num_nodes=total_replicas(job),
-            num_proc_per_node=None,
             notes=(
                 "env: the XGBoost policy sets DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID and "
                 "DMLC_NUM_WORKER; a script that reads the XGBoostJob's MASTER_ADDR, MASTER_PORT, RANK, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from trainop.api.errors import FieldError
-from trainop.api.names import DNS1123_LABEL_MSG, is_dns1123_label, validate_dns1123_label
+from trainop.api.names import DNS1123_LABEL_MSG, validate_dns1123_label
 
 P = "metadata.namespace"
 
@@ -44,4 +44,3 @@ P = "metadata.namespace"
 )
 def test_validate_dns1123_label(value: object, want: list[FieldError]) -> None:
     assert validate_dns1123_label(value, P) == want
-    assert is_dns1123_label(value) == (not want)

@@ -16,11 +16,7 @@ from typing import Any
 
 from trainop.api.common import JobCondition, JobStatus
 from trainop.api.constants import COND_FAILED, COND_JOB_RESTARTS, LABEL_RESTART_ATTEMPT
-from trainop.api.failure_policy import (
-    ACTION_USE_RESTART_POLICY,
-    OPERATOR_IN,
-    FailureRule,
-)
+from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, OPERATOR_IN, FailureRule
 from trainop.core.pods import PHASE_FAILED, detect_name, detect_phase
 from trainop.core.status import TRUE, as_utc, parse_time
 

@@ -12,7 +12,6 @@ from trainop.core.gang import (
     POD_GROUP_KIND,
     build_pod_decoration,
     build_pod_group,
-    build_pod_group_delete_action,
     compute_priorities,
     detect_pod_group_admitted,
 )
@@ -57,8 +56,7 @@ def delete_pod_group(p: PassState, *, finished: bool) -> None:
         return
     if finished:
         p.event("Normal", "JobTerminated", "Job has been terminated. Deleting PodGroup")
-    p.deleted.add((POD_GROUP_KIND, p.name))
-    p.act(build_pod_group_delete_action(p.name))
+    p.delete(POD_GROUP_KIND, p.name)
 
 
 def decorate_for_gang(p: PassState, pod: dict[str, Any], rtype: str) -> None:
