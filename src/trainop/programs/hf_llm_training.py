@@ -118,14 +118,8 @@ def build_kwargs(
             f"of {cls.__name__} in {dist} {version_of(dist)} (this trainer's; {theirs}): build the "
             f"parameters with {dist} {version_of(dist)}, or leave the key(s) out"
         )
-    out: dict[str, Any] = {}
-    for name, value in given.items():
-        if name not in fields:
-            continue
-        f = fields[name]
-        default = f.default if f.default is not dataclasses.MISSING else None
-        out[name] = coerce_value(value, default)
-    return out
+    defaults = {n: None if f.default is dataclasses.MISSING else f.default for n, f in fields.items()}
+    return {name: coerce_value(value, defaults[name]) for name, value in given.items() if name in fields}
 
 
 def build_training_arguments(text: str, env: dict[str, str] | None = None) -> Any:

@@ -142,15 +142,8 @@ class TrainingClient:
         local_home: str | os.PathLike[str] | None = None,
     ) -> None:
         self.job_kind = _checked_kind(job_kind)
-        kube_args = [
-            k
-            for k, v in (
-                ("config_file", config_file),
-                ("context", context),
-                ("client_configuration", client_configuration),
-            )
-            if v is not None
-        ]
+        given = {"config_file": config_file, "context": context, "client_configuration": client_configuration}
+        kube_args = [k for k, v in given.items() if v is not None]
         # Explicit cluster arguments mean Kubernetes; $TRAINOP_BACKEND decides only for a bare constructor.
         chosen = (
             backend
@@ -790,12 +783,7 @@ class TrainingClient:
             raise ImportError(  # upstream's words
                 "Train API dependencies not installed. Run: pip install -U 'kubeflow-training[huggingface]' "
             ) from None
-        if (
-            not name
-            or not model_provider_parameters
-            or not dataset_provider_parameters
-            or not trainer_parameters
-        ):
+        if not all((name, model_provider_parameters, dataset_provider_parameters, trainer_parameters)):
             raise ValueError("One of the required parameters is None")
         ns = namespace or self.namespace
         # Built (and the provider types checked) before the claim exists: upstream creates the PVC

@@ -152,6 +152,12 @@ def _job_types(spec: str) -> dict[str, str]:
     }
 
 
+def _spec_types(replica_specs: str, **fields: str) -> dict[str, str]:
+    """A kind's spec: replica specs, run policy and its own ``fields``, in upstream's (sorted) order."""
+    types = {replica_specs: "dict(str, KubeflowOrgV1ReplicaSpec)", "run_policy": "KubeflowOrgV1RunPolicy"}
+    return dict(sorted({**types, **fields}.items()))
+
+
 def _list_types(item: str) -> dict[str, str]:
     return {"api_version": "str", "items": f"list[{item}]", "kind": "str", "metadata": "V1ListMeta"}
 
@@ -187,10 +193,7 @@ class KubeflowOrgV1JAXJobList(_JobListModel):
 
 
 class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "jax_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
-        "run_policy": "KubeflowOrgV1RunPolicy",
-    }
+    openapi_types = _spec_types("jax_replica_specs")
     _required: ClassVar[tuple[str, ...]] = ("jax_replica_specs", "run_policy")
 
 
@@ -226,13 +229,9 @@ class KubeflowOrgV1MPIJobList(_JobListModel):
 
 
 class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "clean_pod_policy": "str",
-        "main_container": "str",
-        "mpi_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
-        "run_policy": "KubeflowOrgV1RunPolicy",
-        "slots_per_worker": "int",
-    }
+    openapi_types = _spec_types(
+        "mpi_replica_specs", clean_pod_policy="str", main_container="str", slots_per_worker="int"
+    )
     _required: ClassVar[tuple[str, ...]] = ("mpi_replica_specs",)
 
 
@@ -254,11 +253,7 @@ class KubeflowOrgV1PaddleJobList(_JobListModel):
 
 
 class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "elastic_policy": "KubeflowOrgV1PaddleElasticPolicy",
-        "paddle_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
-        "run_policy": "KubeflowOrgV1RunPolicy",
-    }
+    openapi_types = _spec_types("paddle_replica_specs", elastic_policy="KubeflowOrgV1PaddleElasticPolicy")
     _required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
 
 
@@ -271,12 +266,9 @@ class KubeflowOrgV1PyTorchJobList(_JobListModel):
 
 
 class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "elastic_policy": "KubeflowOrgV1ElasticPolicy",
-        "nproc_per_node": "str",
-        "pytorch_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
-        "run_policy": "KubeflowOrgV1RunPolicy",
-    }
+    openapi_types = _spec_types(
+        "pytorch_replica_specs", elastic_policy="KubeflowOrgV1ElasticPolicy", nproc_per_node="str"
+    )
     _required: ClassVar[tuple[str, ...]] = ("pytorch_replica_specs", "run_policy")
 
 
@@ -336,12 +328,7 @@ class KubeflowOrgV1TFJobList(_JobListModel):
 
 
 class KubeflowOrgV1TFJobSpec(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "enable_dynamic_worker": "bool",
-        "run_policy": "KubeflowOrgV1RunPolicy",
-        "success_policy": "str",
-        "tf_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
-    }
+    openapi_types = _spec_types("tf_replica_specs", enable_dynamic_worker="bool", success_policy="str")
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
 
 
@@ -354,10 +341,7 @@ class KubeflowOrgV1XGBoostJobList(_JobListModel):
 
 
 class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
-    openapi_types: ClassVar[dict[str, str]] = {
-        "run_policy": "KubeflowOrgV1RunPolicy",
-        "xgb_replica_specs": "dict(str, KubeflowOrgV1ReplicaSpec)",
-    }
+    openapi_types = _spec_types("xgb_replica_specs")
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "xgb_replica_specs")
 
 

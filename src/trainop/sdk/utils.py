@@ -84,13 +84,9 @@ def get_default_target_namespace() -> str:
 
 def wrap_log_stream(q: queue.Queue[Any], stream: Iterator[Any]) -> None:
     """Copy ``stream``'s items onto ``q``, then None."""
-    while True:
-        try:
-            logline = next(stream)
-            q.put(logline)
-        except StopIteration:
-            q.put(None)
-            return
+    for logline in stream:
+        q.put(logline)
+    q.put(None)
 
 
 def get_log_queue_pool(streams: list[Iterator[Any]]) -> list[queue.Queue[Any]]:
