@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -28,18 +29,27 @@ def _age(ts: float) -> str:
     return format_age(time.time() - ts)
 
 
-def print_table(console: Console, table: Table) -> None:
+def print_table(console: Console, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     """A table without the trailing blanks rich pads its last column with (piped output stays clean)."""
-    with console.capture() as captured:
-        console.print(table)
-    console.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
-
-
-def _table(*columns: str) -> Table:
     t = Table(box=None, pad_edge=False, show_edge=False, header_style="bold", padding=(0, 2, 0, 0))
     for c in columns:
         t.add_column(c, overflow="fold")
-    return t
+    for row in rows:
+        t.add_row(*row)
+    with console.capture() as captured:
+        console.print(t)
+    console.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+
+
+def _section(
+    console: Console, title: str, empty: str, columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]
+) -> None:
+    """``title:`` and its table, or ``empty`` under it when there are no rows."""
+    console.print(f"\n[bold]{title}:[/]")
+    if rows:
+        print_table(console, columns, rows)
+    else:
+        console.print(f"  {empty}")
 
 
 def _iso_age(value: str | None) -> str:
@@ -136,64 +146,42 @@ def _header_fields(d: JobDetails, defaulted: TrainingJob) -> list[tuple[str, str
 
 
 def _print_replica_specs(console: Console, defaulted: TrainingJob) -> None:
-    console.print("\n[bold]Replica specs:[/]")
-    t = _table("TYPE", "REPLICAS", "RESTART POLICY", "COMMAND")
+    rows = []
     for rtype, rs in defaulted.replica_specs.items():
         cmds = []
         for c in rs.containers:
             if isinstance(c, dict):
                 argv = [*(c.get("command") or []), *(c.get("args") or [])]
                 cmds.append(f"{c.get('name')}: {shlex.join(str(a) for a in argv) or '(no command)'}")
-        t.add_row(rtype, str(rs.replicas), str(rs.restart_policy), escape("\n".join(cmds)))
-    print_table(console, t)
+        rows.append((rtype, str(rs.replicas), str(rs.restart_policy), escape("\n".join(cmds))))
+    _section(console, "Replica specs", "", ("TYPE", "REPLICAS", "RESTART POLICY", "COMMAND"), rows)
 
 
 def _print_conditions(console: Console, job: TrainingJob) -> None:
-    console.print("\n[bold]Conditions:[/]")
-    conds = (job.status.conditions if job.status else None) or []
-    if not conds:
-        console.print("  none yet")
-        return
-    t = _table("TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
-    for cond in conds:
-        age = _age(cond.last_transition_time.timestamp()) if cond.last_transition_time else ""
-        t.add_row(cond.type, cond.status, cond.reason or "", age, escape(cond.message or ""))
-    print_table(console, t)
+    rows = []
+    for c in (job.status.conditions if job.status else None) or []:
+        age = _age(c.last_transition_time.timestamp()) if c.last_transition_time else ""
+        rows.append((c.type, c.status, c.reason or "", age, escape(c.message or "")))
+    _section(console, "Conditions", "none yet", ("TYPE", "STATUS", "REASON", "AGE", "MESSAGE"), rows)
 
 
 def _print_replicas(console: Console, d: JobDetails) -> None:
-    console.print("\n[bold]Replicas:[/]")
-    if not d.pods:
-        console.print(f"  {_no_pods(d)}")
-        return
     ports = {f"{rtype.lower()}-{i}": port for (rtype, i), port in d.ports.items()}
-    t = _table("REPLICA", "PHASE", "RESTARTS", "PORT", "PID", "LAST EXIT", "AGE", "MESSAGE")
+    rows = []
     for pod in d.pods:
         label = replica_label(d.job.name, pod["metadata"]["name"])
         phase, restarts, pid, last_exit, message = _pod_summary(pod)
-        started = (pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp")
-        t.add_row(
-            label,
-            phase,
-            str(restarts),
-            str(ports.get(label, "")),
-            pid,
-            last_exit,
-            _iso_age(started),
-            escape(message),
+        age = _iso_age((pod.get("status") or {}).get("startTime") or pod["metadata"].get("creationTimestamp"))
+        rows.append(
+            (label, phase, str(restarts), str(ports.get(label, "")), pid, last_exit, age, escape(message))
         )
-    print_table(console, t)
+    columns = ("REPLICA", "PHASE", "RESTARTS", "PORT", "PID", "LAST EXIT", "AGE", "MESSAGE")
+    _section(console, "Replicas", _no_pods(d), columns, rows)
 
 
 def _print_events(console: Console, d: JobDetails) -> None:
-    console.print("\n[bold]Events:[/]")
-    if not d.events:
-        console.print("  none")
-        return
-    t = _table("TYPE", "REASON", "AGE", "COUNT", "MESSAGE")
-    for e in d.events:
-        t.add_row(e.type, e.reason, _age(e.last_ts), str(e.count), escape(e.message))
-    print_table(console, t)
+    rows = [(e.type, e.reason, _age(e.last_ts), str(e.count), escape(e.message)) for e in d.events]
+    _section(console, "Events", "none", ("TYPE", "REASON", "AGE", "COUNT", "MESSAGE"), rows)
 
 
 def _where_fields(d: JobDetails) -> list[tuple[str, str]]:
@@ -239,7 +227,7 @@ def _print_failure_policy(console: Console, job: Any) -> None:
         f"[bold]Failure policy:[/] maxRestarts={policy.max_restarts} "
         f"restartStrategy={policy.restart_strategy} {' '.join(deadlines)}"
     )
-    t = _table("#", "RULE", "ACTION", "MATCHES")
+    rows = []
     for i, rule in enumerate(policy.rules):
         matches = []
         if rule.on_exit_codes is not None:
@@ -250,9 +238,9 @@ def _print_failure_policy(console: Console, job: Any) -> None:
             matches.append(f"reason in {list(rule.on_reasons)}")
         if rule.on_replica_types:
             matches.append(f"replica type in {list(rule.on_replica_types)}")
-        t.add_row(str(i), rule.name or "", rule.action, escape(" and ".join(matches) or "any failure"))
-    t.add_row("", "(no match)", ACTION_USE_RESTART_POLICY, "the replica's own restartPolicy")
-    print_table(console, t)
+        rows.append((str(i), rule.name or "", rule.action, escape(" and ".join(matches) or "any failure")))
+    rows.append(("", "(no match)", ACTION_USE_RESTART_POLICY, "the replica's own restartPolicy"))
+    print_table(console, ("#", "RULE", "ACTION", "MATCHES"), rows)
 
 
 def _no_pods(d: JobDetails) -> str:

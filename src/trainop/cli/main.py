@@ -28,7 +28,6 @@ from typer.core import TyperCommand
 
 from trainop.cli.format import parse_duration
 from trainop.cli.help import install_plain_help
-from trainop.cli.operator_cmd import register as register_operator
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,8 +50,23 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-register_operator(app)
 install_plain_help()
+
+
+# `trainop operator` is `python -m trainop.operator`: it parses its own Go-style flags (§6.4), so typer
+# only passes them through.
+@app.command(
+    "operator",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+)
+def operator(ctx: typer.Context) -> None:
+    """Run the Kubernetes operator (a drop-in for the Kubeflow Training Operator); --help lists its flags."""
+    from trainop.operator.__main__ import main
+
+    gc.enable()  # paused during start-up (trainop/cli/__init__.py); the operator runs for long
+    raise typer.Exit(main(list(ctx.args)))
+
+
 # Shell completion: typer's own per-shell classes answer the scripts `trainop completion SHELL`
 # prints. They are registered only when a shell asks (typer's add_completion would register them,
 # and add --install-completion, on every start; kubectl's habit is a completion command instead).
@@ -1270,7 +1284,7 @@ def describe(
 
 @app.command()
 def logs(
-    name: Annotated[str, typer.Argument(autocompletion=lambda ctx, incomplete: _job_names(ctx, incomplete))],
+    name: _JobName,
     replica: Annotated[
         str | None,
         typer.Option(

@@ -54,12 +54,15 @@ def convert_file(docs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
 TRAINJOB_WORDS = ("trainjob", "trainjobs", "trainjob.trainer.kubeflow.org", "trainjobs.trainer.kubeflow.org")
 
 
+def _newest_true(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The newest True condition ({} before any)."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in reversed(conditions) if c.get("status") == "True"), {})
+
+
 def trainjob_state(obj: Mapping[str, Any]) -> str:
     """The newest True condition's type (Complete, Failed, Suspended), else Running."""
-    for cond in reversed((obj.get("status") or {}).get("conditions") or []):
-        if cond.get("status") == "True":
-            return str(cond.get("type"))
-    return "Running"
+    return str(_newest_true(obj).get("type") or "Running")
 
 
 def _age(meta: Mapping[str, Any], now: float) -> str:
@@ -105,8 +108,7 @@ def build_trainjob_job_row(obj: Mapping[str, Any], all_namespaces: bool, wide: b
     row += [str(meta.get("name")), "TrainJob", trainjob_state(obj), _age(meta, now)]
     if wide:
         restarts = str((meta.get("annotations") or {}).get(ANNOTATION_JOBSET_RESTARTS) or 0)
-        true = [c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
-        row += [restarts, str(true[-1].get("reason") or "") if true else ""]
+        row += [restarts, str(_newest_true(obj).get("reason") or "")]
     return [*row, format_trainjob_steps(obj)]
 
 
