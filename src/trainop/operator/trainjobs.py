@@ -70,6 +70,11 @@ _OBJECTS = {
 }
 
 
+def _as_dict(obj: Any) -> dict[str, Any]:
+    """A listed object as JSON (lightkube's generic resources are dicts already)."""
+    return obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+
+
 def build_ssh_secret_data() -> dict[str, str]:
     """An ECDSA P-521 key pair for MPI's SSH (ssh-privatekey PEM, ssh-publickey in authorized_keys
     form), base64 for a Secret's data, as upstream's mpi plugin makes it."""
@@ -144,7 +149,7 @@ class TrainJobController:
         soonest: float | None = None
         listed: set[tuple[str, str]] = set()
         async for obj in self.api.list(TrainJobResource, namespace=self.namespace):
-            raw = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+            raw = _as_dict(obj)
             ns, name = raw["metadata"].get("namespace"), raw["metadata"].get("name")
             listed.add((ns, name))
             try:
@@ -166,7 +171,7 @@ class TrainJobController:
             try:
                 it = self.api.list(res, namespace=ns) if ns else self.api.list(res)
                 async for obj in it:
-                    raw = obj.to_dict() if hasattr(obj, "to_dict") else dict(obj)
+                    raw = _as_dict(obj)
                     with contextlib.suppress(InvalidJobError):
                         model = parse_trainer_object(raw)
                         if isinstance(model, TrainingRuntime):
@@ -195,7 +200,7 @@ class TrainJobController:
             return 5.0
         ns = job.namespace
         pods = [
-            p.to_dict() if hasattr(p, "to_dict") else dict(p)
+            _as_dict(p)
             async for p in self.api.list(r.Pod, namespace=ns, labels={LABEL_JOBSET_NAME: job.name})
         ]
         plan = reconcile_trainjob(resolved, pods, self.clock())

@@ -57,30 +57,20 @@ def build_tokenizer(kind: str, corpus: Sequence[str]) -> Any:
 
     fast: Any = _transformers().PreTrainedTokenizerFast
 
-    specials = ["<unk>", "<eos>"] if kind == "gpt2" else ["[UNK]", "[PAD]", "[CLS]", "[SEP]"]
+    if kind == "gpt2":
+        roles = {"unk_token": "<unk>", "eos_token": "<eos>", "bos_token": "<eos>"}
+    else:
+        roles = {"unk_token": "[UNK]", "pad_token": "[PAD]", "cls_token": "[CLS]", "sep_token": "[SEP]"}
+    specials = list(dict.fromkeys(roles.values()))  # the unknown token first
     tok = Tokenizer(models.WordLevel(unk_token=specials[0]))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.train_from_iterator(list(corpus), trainers.WordLevelTrainer(special_tokens=specials))
-    if kind == "gpt2":
-        return fast(
-            tokenizer_object=tok,
-            unk_token="<unk>",
-            eos_token="<eos>",
-            bos_token="<eos>",
-            model_max_length=MAX_LENGTH,
+    if kind != "gpt2":
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]",
+            special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
         )
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
-    )
-    return fast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        model_max_length=MAX_LENGTH,
-    )
+    return fast(tokenizer_object=tok, model_max_length=MAX_LENGTH, **roles)
 
 
 def write_tiny_causal_lm(target: Path, seed: int = 0) -> Path:

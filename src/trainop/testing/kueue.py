@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Iterable, Sequence
@@ -30,8 +29,10 @@ from trainop.testing.testenv import (
     _free_ports,
     _http_status,
     _log_tail,
+    check_component,
     find_versioned_dir,
     start_component,
+    stop_components,
     wait_for,
 )
 
@@ -299,11 +300,7 @@ class KueueManager:
 
     def check_alive(self) -> None:
         assert self.proc is not None
-        rc = self.proc.poll()
-        if rc is not None:
-            raise RuntimeError(
-                f"Kueue exited with code {rc}; last lines of {self.log}:\n{_log_tail(self.log, 40)}"
-            )
+        check_component("Kueue", self.proc, self.log, 40)
 
     def log_tail(self, lines: int = 40) -> str:
         return _log_tail(self.log, lines)
@@ -315,16 +312,8 @@ class KueueManager:
                 f"mutatingwebhookconfiguration/{WEBHOOK_CONFIGS[0]}",
                 f"validatingwebhookconfiguration/{WEBHOOK_CONFIGS[1]}",
             )  # fmt: skip
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=5)
+        if self.proc is not None:
+            stop_components([self.proc], grace_s=15)
 
 
 def start_kueue(env: K8sEnv, run_dir: Path, frameworks: Sequence[str] = KUEUE_FRAMEWORKS) -> KueueManager:

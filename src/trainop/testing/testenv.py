@@ -418,6 +418,31 @@ def start_component(
         )
 
 
+def check_component(name: str, popen: subprocess.Popen[bytes], log: Path, lines: int = 25) -> None:
+    """Raise when the component has exited (``wait_for`` then stops waiting), with its log's last lines."""
+    rc = popen.poll()
+    if rc is not None:
+        raise _ComponentExited(f"{name} exited with code {rc}; last lines of {log}:\n{_log_tail(log, lines)}")
+
+
+def stop_components(popens: Sequence[subprocess.Popen[bytes]], grace_s: float = 10.0) -> None:
+    """SIGTERM every component's process group at once (``start_component``: each leads its own), then
+    SIGKILL what is left after the grace period: nothing may outlive the session."""
+    for popen in popens:
+        if popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(popen.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for popen in popens:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+    for popen in popens:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(popen.pid, signal.SIGKILL)  # stray children in the group, too
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            popen.wait(timeout=5)
+
+
 @dataclass
 class _Proc:
     name: str
@@ -651,8 +676,9 @@ class ControlPlane:
     def _start_scheduler_plugins(self, sp_dir: Path) -> int:
         """Install scheduler-plugins' CRDs, start its Coscheduling scheduler and its PodGroup
         controller; returns the scheduler's health port."""
-        self._kubectl("apply", "--server-side", "-f", str(sp_dir / "crds"))
-        self._kubectl(
+        env = K8sEnv.from_plane(self)
+        env.kubectl("apply", "--server-side", "-f", str(sp_dir / "crds"))
+        env.kubectl(
             "wait", "--for=condition=Established", "--timeout=60s", "crd/podgroups.scheduling.x-k8s.io"
         )
         port, metrics, probe = _free_ports(3)
@@ -708,14 +734,6 @@ class ControlPlane:
         )
         return port
 
-    def _kubectl(self, *args: str) -> None:
-        subprocess.run(
-            [str(self.bin_dir / "kubectl"), f"--kubeconfig={self.kubeconfig}", *args],
-            check=True,
-            capture_output=True,
-            env=_child_env(),
-        )
-
     def _spawn(
         self, name: str, args: list[str], extra_env: dict[str, str] | None = None, binary: Path | None = None
     ) -> None:
@@ -726,11 +744,7 @@ class ControlPlane:
 
     def _check_alive(self) -> None:
         for p in self.procs:
-            rc = p.popen.poll()
-            if rc is not None:
-                raise _ComponentExited(
-                    f"{p.name} exited with code {rc}; last lines of {p.log}:\n{_log_tail(p.log)}"
-                )
+            check_component(p.name, p.popen, p.log)
 
     def _get(self, port: int, path: str, pki: _Pki | None) -> int:
         """HTTPS GET on loopback; with pki, verified and as admin, else unverified and anonymous."""
@@ -743,10 +757,7 @@ class ControlPlane:
         return _http_status(port, path, ctx)
 
     def _client(self) -> lightkube.Client:
-        import lightkube
-        from lightkube.config.kubeconfig import KubeConfig
-
-        return lightkube.Client(KubeConfig.from_file(self.kubeconfig), trust_env=False)
+        return K8sEnv.from_plane(self).client()
 
     def _create_nodes(self) -> None:
         from lightkube.models.core_v1 import NodeSpec, NodeStatus
@@ -795,22 +806,8 @@ class ControlPlane:
             client.get(ServiceAccount, "default", namespace="default")
         return True
 
-    def _stop_processes(self, grace_s: float = 10.0) -> None:
-        # SIGTERM every process group at once (each component leads its own group), then
-        # SIGKILL what is left after the grace period: nothing may outlive the session.
-        for p in reversed(self.procs):
-            if p.popen.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.popen.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for p in self.procs:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-        for p in self.procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.popen.pid, signal.SIGKILL)  # stray children in the group, too
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.popen.wait(timeout=5)
+    def _stop_processes(self) -> None:
+        stop_components([p.popen for p in reversed(self.procs)])
         self.procs.clear()
 
     def stop(self) -> None:

@@ -146,7 +146,7 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._answer is None:  # nothing asked: the server must not speak
-            self._fail(TransportError("unexpected data from the server"))
+            self.abort(TransportError("unexpected data from the server"))
             return
         self.received = True
         self._buf += data
@@ -154,7 +154,7 @@ class Connection(asyncio.Protocol):
         try:
             self._parse(answer)
         except TransportError as exc:
-            self._fail(exc)
+            self.abort(exc)
             return
         lines = answer.lines
         if lines is not None and not self.paused and lines.qsize() >= MAX_QUEUED_BATCHES:
@@ -182,7 +182,7 @@ class Connection(asyncio.Protocol):
             self._finish(answer)  # a body framed by the end of the connection
             return
         what = "reset" if exc else "closed"
-        self._fail(TransportError(f"connection {what} by the server before the answer was complete"))
+        self.abort(TransportError(f"connection {what} by the server before the answer was complete"))
 
     # --- requests ------------------------------------------------------------------------------------
     def send(self, data: bytes, answer: _Answer) -> asyncio.Future[tuple[int, bytes]]:
@@ -194,10 +194,6 @@ class Connection(asyncio.Protocol):
         done = self._done = asyncio.get_running_loop().create_future()
         self.transport.write(data)
         return done
-
-    def abort(self, exc: BaseException) -> None:
-        """Fail the answer in progress with ``exc`` and close (a timeout)."""
-        self._fail(exc)
 
     def close(self) -> None:
         """Close, forgetting the answer in progress (its future is cancelled, its stream ended)."""
@@ -217,7 +213,8 @@ class Connection(asyncio.Protocol):
         if answer is not None and answer.lines is not None:
             answer.lines.put_nowait(None)
 
-    def _fail(self, exc: BaseException) -> None:
+    def abort(self, exc: BaseException) -> None:
+        """Fail the answer in progress with ``exc`` and close (a timeout, a transport failure)."""
         answer, done = self._answer, self._done
         self._answer = self._done = None
         self.close()

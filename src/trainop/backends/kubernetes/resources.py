@@ -19,8 +19,6 @@ from lightkube.generic_resource import (
 from trainop.api.constants import GROUP, VERSION
 from trainop.api.kinds import KIND_INFO
 
-Resource = type[GenericNamespacedResource] | type[GenericGlobalResource]
-
 
 def _private(base: type[Any], group: str, version: str, kind: str, plural: str) -> Any:
     # Built outside lightkube's global registry on purpose: registering "v1/Pod" there would shadow
