@@ -38,10 +38,6 @@ class ReconcileTarget(Protocol):
 ReconcileFn = Callable[[object, Observed, FrameworkPlugin, Topology, datetime], Plan]
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class JobReconciler:
     """``key`` is (kind, namespace, name)."""
 
@@ -52,7 +48,7 @@ class JobReconciler:
         topology: Topology,
         *,
         reconcile_fn: ReconcileFn | None = None,
-        now: Callable[[], datetime] = _utcnow,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         if reconcile_fn is None:
             from trainop.core.reconcile import reconcile as core_reconcile

@@ -47,6 +47,7 @@ from trainop.backends.kubernetes import resources as r
 from trainop.backends.kubernetes.client import (
     PRIORITY_WRITE,
     KubeClient,
+    RateBucket,
     api_status_code,
     request_priority,
     tolerate,
@@ -108,21 +109,6 @@ class Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-class _Bucket:
-    """A token bucket: ``take`` is False once ``burst`` calls came faster than ``rate`` per second."""
-
-    def __init__(self, rate: float, burst: float, now: float) -> None:
-        self.rate, self.burst, self.tokens, self.stamp = rate, burst, burst, now
-
-    def take(self, now: float) -> bool:
-        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
 
 
 def read_claims(token: str) -> dict[str, Any]:
@@ -209,8 +195,8 @@ class ProgressEndpoint:
         self.kinds[(TRAINER_API_VERSION, "trainjobs")] = KIND_TRAINJOB
         self._reviews: dict[str, tuple[float, Identity | Refused]] = {}
         self._pods: dict[tuple[str, Target], float] = {}  # (token digest, target) → verified until
-        self._posts: dict[str, _Bucket] = {}
-        self._new_tokens = _Bucket(REVIEWS_PER_S, REVIEWS_BURST, clock())
+        self._posts: dict[str, RateBucket] = {}
+        self._new_tokens = RateBucket(REVIEWS_PER_S, REVIEWS_BURST, clock())
 
     def routes(self) -> dict[str, RequestRoute]:
         return {ROUTE: RequestRoute(self.handle, MAX_BODY)}
@@ -256,9 +242,7 @@ class ProgressEndpoint:
         digest = hashlib.sha256(token.encode()).hexdigest()
         identity = await self._review(token, digest, claims)
         now = self.clock()
-        bucket = self._posts.get(claims["sub"])
-        if bucket is None:
-            bucket = self._posts[claims["sub"]] = _Bucket(POSTS_PER_S, POSTS_BURST, now)
+        bucket = self._posts.setdefault(claims["sub"], RateBucket(POSTS_PER_S, POSTS_BURST, now))
         if not bucket.take(now):
             raise Refused(429, f"too many posts from {claims['sub']}: at most {POSTS_PER_S:g} a second")
         if identity.namespace != target.namespace:
@@ -333,10 +317,6 @@ class ProgressEndpoint:
 # --- the pods' side ----------------------------------------------------------------------------------
 
 
-def build_server_url(server: str, api_version: str, plural: str, namespace: str, name: str) -> str:
-    return server + build_status_path(api_version, plural, namespace, name)
-
-
 class PodPreparer:
     """Injects the contract into a job's new pods and keeps its ``<job>-tls-config`` ConfigMap."""
 
@@ -366,7 +346,7 @@ class PodPreparer:
             return
         name = str(owner["name"])
         api_version = str(owner["apiVersion"])
-        url = build_server_url(self.server, api_version, plural, namespace, name)
+        url = self.server + build_status_path(api_version, plural, namespace, name)
         for pod in pods:
             inject_progress(pod, name, url)
         await self._ensure(owner, namespace)

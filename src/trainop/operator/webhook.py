@@ -23,7 +23,6 @@ from trainop.operator.http import Handler, Response
 log = logging.getLogger(__name__)
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
-WEBHOOK_CONFIGURATION_NAME = "validator.training-operator.kubeflow.org"
 # Every kind. Upstream serves the five with ``admission_webhook`` (§2.1). It needs no MPIJob webhook
 # because its MPIJob CRD types the whole PodTemplateSpec, so the API server rejects a malformed template
 # at create (§1.1). Our CRDs keep templates opaque, so such a template was stored and then failed every
@@ -43,11 +42,7 @@ def webhook_name(kind: str) -> str:
 
 def build_aggregate_message(errors: list[FieldError]) -> str:
     """k8s.io/apimachinery's utilerrors.Aggregate.Error(): one error bare, several bracketed, deduplicated."""
-    msgs: list[str] = []
-    for e in errors:
-        text = str(e)
-        if text not in msgs:
-            msgs.append(text)
+    msgs = list(dict.fromkeys(str(e) for e in errors))
     if len(msgs) == 1:
         return msgs[0]
     return "[" + ", ".join(msgs) + "]"
@@ -109,12 +104,7 @@ def _review(response: dict[str, Any]) -> dict[str, Any]:
 
 def build_routes(kinds: list[str]) -> dict[str, Handler]:
     """One handler per validated kind among the enabled ``kinds``."""
-    routes: dict[str, Handler] = {}
-    for kind in kinds:
-        if kind not in KIND_INFO:
-            continue
-        routes[webhook_path(kind)] = _handler(kind)
-    return routes
+    return {webhook_path(kind): _handler(kind) for kind in kinds if kind in KIND_INFO}
 
 
 def _handler(kind: str) -> Handler:

@@ -117,9 +117,6 @@ class JobBuilder:
     def command(self, command: list[str], rtype: str | None = None) -> Self:
         return self._set_container(rtype, command=list(command))
 
-    def args(self, args: list[str], rtype: str | None = None) -> Self:
-        return self._set_container(rtype, args=list(args))
-
     def env(self, name: str, value: str, rtype: str | None = None) -> Self:
         target = self._container if rtype is None else self._type_container.setdefault(rtype, {})
         target.setdefault("env", []).append({"name": name, "value": value})
@@ -311,7 +308,6 @@ class PodBuilder:
         self._labels: dict[str, str] = {}
         self._owner: dict[str, Any] | None = owner_reference(job)
         self._conditions: list[dict[str, Any]] = []
-        self._pod_ip: str | None = None
         self._container_statuses = True
         self._reason: str | None = None
 
@@ -370,10 +366,6 @@ class PodBuilder:
         self._owner = None if uid is None else {**owner_reference(self.job), "uid": uid}
         return self
 
-    def pod_ip(self, ip: str) -> Self:
-        self._pod_ip = ip
-        return self
-
     def reason(self, reason: str) -> Self:
         """``status.reason`` of the pod, e.g. ``Evicted``."""
         self._reason = reason
@@ -409,8 +401,6 @@ class PodBuilder:
         status: dict[str, Any] = {"phase": self._phase}
         if self._conditions:
             status["conditions"] = self._conditions
-        if self._pod_ip is not None:
-            status["podIP"] = self._pod_ip
         if self._reason is not None:
             status["reason"] = self._reason
         state = self._state if self._state is not None else {"waiting": {"reason": "ContainerCreating"}}

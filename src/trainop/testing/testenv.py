@@ -265,17 +265,6 @@ def _write_private_key(path: Path, key: Any) -> None:
     path.chmod(0o600)
 
 
-def _write_ca(crt: Path, key_path: Path) -> None:
-    from cryptography.hazmat.primitives import serialization
-
-    from trainop.operator.pki import build_ca_cert, build_name, build_private_key
-
-    key = build_private_key()
-    cert = build_ca_cert(key, build_name("trainop-testenv-ca"), *_validity())
-    crt.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_private_key(key_path, key)
-
-
 def issue_cert(
     ca_crt: Path,
     ca_key: Path,
@@ -319,9 +308,14 @@ def _write_pki(pki_dir: Path) -> _Pki:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
+    from trainop.operator.pki import build_ca_cert, build_name, build_private_key
+
     pki_dir.mkdir(parents=True, exist_ok=True)
     pki = _Pki.at(pki_dir)
-    _write_ca(pki.ca_crt, pki.ca_key)
+    ca_key = build_private_key()
+    ca = build_ca_cert(ca_key, build_name("trainop-testenv-ca"), *_validity())
+    pki.ca_crt.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    _write_private_key(pki.ca_key, ca_key)
     hosts = ("localhost", "kubernetes", "kubernetes.default.svc", "127.0.0.1")
     issue_cert(pki.ca_crt, pki.ca_key, pki.serving_crt, pki.serving_key, "kube-apiserver", hosts=hosts)
     issue_cert(pki.ca_crt, pki.ca_key, pki.admin_crt, pki.admin_key, "trainop-admin", ["system:masters"])

@@ -15,6 +15,7 @@ import httpx2 as httpx
 import pytest
 from lightkube import ApiError
 
+from trainop.backends.kubernetes.client import RateBucket
 from trainop.operator.http import HTTPServer, Request, RequestRoute, Response
 from trainop.operator.progress import (
     MAX_BODY,
@@ -23,7 +24,6 @@ from trainop.operator.progress import (
     ProgressEndpoint,
     Refused,
     Target,
-    _Bucket,
     build_api_refusal,
     check_pod_of,
     read_claims,
@@ -135,7 +135,7 @@ def test_only_a_pod_of_the_named_job_may_post() -> None:
 
 
 def test_the_bucket_allows_a_burst_then_the_rate() -> None:
-    b = _Bucket(rate=5, burst=20, now=0.0)
+    b = RateBucket(rate=5, burst=20, now=0.0)
     assert all(b.take(0.0) for _ in range(20))
     assert not b.take(0.0)
     assert b.take(0.2) and not b.take(0.2)  # 0.2 s at 5/s: one more

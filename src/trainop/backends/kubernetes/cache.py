@@ -48,10 +48,7 @@ def owner_job_key(obj: Obj, kinds: set[str]) -> tuple[JobKey, str] | None:
 
 def _owned_by_a_job(kinds: set[str]) -> Callable[[Obj], Obj | None]:
     def transform(obj: Obj) -> Obj | None:
-        ref = controller_ref(obj)
-        if ref is None or ref.get("apiVersion") != API_VERSION or ref.get("kind") not in kinds:
-            return None
-        return compact_object(obj)
+        return None if owner_job_key(obj, kinds) is None else compact_object(obj)
 
     return transform
 
@@ -232,11 +229,7 @@ class ClusterCache:
 
         for kind, inf in self.owned.items():
             inf.add_handlers(
-                Handlers(
-                    on_add=owned_handler(kind, "add"),
-                    on_update=owned_handler(kind, "update"),
-                    on_delete=owned_handler(kind, "delete"),
-                )
+                Handlers(*(owned_handler(kind, change) for change in ("add", "update", "delete")))
             )
 
 

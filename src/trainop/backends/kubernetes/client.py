@@ -147,6 +147,22 @@ class TokenBucket:
 EVENT_QUIET_S = 1.0
 
 
+class RateBucket:
+    """A plain token bucket for a caller that checks rather than waits: ``take`` is False once ``burst``
+    calls came faster than ``rate`` per second (``TokenBucket`` queues its waiters instead)."""
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.rate, self.burst, self.tokens, self.stamp = rate, burst, burst, now
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
 class Limiter:
     """The client's rate limits: one token bucket (with its priority lanes) for every request but
     Events, and one of the same size for Events, as client-go's event recorder sends through a client,

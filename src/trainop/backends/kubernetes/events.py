@@ -23,7 +23,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainop.backends.kubernetes import resources as r
-from trainop.backends.kubernetes.client import PRIORITY_EVENT, KubeClient, request_priority, tolerate
+from trainop.backends.kubernetes.client import (
+    PRIORITY_EVENT,
+    KubeClient,
+    RateBucket,
+    request_priority,
+    tolerate,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,12 +101,6 @@ class Series:
 
 
 @dataclass(slots=True)
-class _Bucket:
-    tokens: float
-    last: float
-
-
-@dataclass(slots=True)
 class _Similar:
     messages: set[str] = field(default_factory=set)
     last: float = 0.0
@@ -125,7 +125,7 @@ class EventCorrelator:
         self._cache_size = cache_size
         self._series: OrderedDict[tuple[Any, ...], Series] = OrderedDict()
         self._similar: OrderedDict[tuple[str, ...], _Similar] = OrderedDict()
-        self._buckets: OrderedDict[tuple[str, ...], _Bucket] = OrderedDict()
+        self._buckets: OrderedDict[tuple[str, ...], RateBucket] = OrderedDict()
         self._deferred: dict[int, Series] = {}
 
     def _take(self, spam_key: tuple[str, ...], *, force: bool = False) -> bool:
@@ -133,23 +133,18 @@ class EventCorrelator:
         now = self._clock()
         b = self._buckets.get(spam_key)
         if b is None:
-            b = self._buckets[spam_key] = _Bucket(self._burst, now)
+            b = self._buckets[spam_key] = RateBucket(self._qps, self._burst, now)
         else:
-            b.tokens = min(self._burst, b.tokens + (now - b.last) * self._qps)
-            b.last = now
             self._buckets.move_to_end(spam_key)
         while len(self._buckets) > self._cache_size:
             self._buckets.popitem(last=False)
-        if b.tokens >= 1.0:
-            b.tokens -= 1.0
-            return True
-        return force
+        return b.take(now) or force
 
     def _token_at(self, spam_key: tuple[str, ...]) -> float:
         b = self._buckets.get(spam_key)
         if b is None or self._qps <= 0:
             return self._clock()
-        return b.last + max(0.0, 1.0 - b.tokens) / self._qps
+        return b.stamp + max(0.0, 1.0 - b.tokens) / self._qps
 
     def observe(self, spec: EventSpec) -> Series | None:
         """Add ``spec`` to its series; the series if it must be queued for sending now, else None (it is

@@ -37,9 +37,7 @@ class Expectations(Generic[K]):
         adds, deletes = set(adds), set(deletes)
         if not adds and not deletes:
             return
-        p = self._pending.setdefault(key, _Pending(since=now))
-        if not p.adds and not p.deletes:
-            p.since = now
+        p = self._pending.setdefault(key, _Pending(since=now))  # (an emptied one is gone: _gc)
         p.adds |= adds
         p.deletes |= deletes
 
@@ -74,10 +72,6 @@ class Expectations(Generic[K]):
         """When the oldest unsatisfied expectation of ``key`` was recorded (None if none)."""
         p = self._pending.get(key)
         return p.since if p is not None else None
-
-    def pending(self, key: K) -> tuple[set[ObjRef], set[ObjRef]]:
-        p = self._pending.get(key)
-        return (set(p.adds), set(p.deletes)) if p else (set(), set())
 
     def forget(self, key: K) -> None:
         self._pending.pop(key, None)
