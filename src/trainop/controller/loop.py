@@ -81,8 +81,6 @@ class Controller(Generic[K]):
         t0 = self._clock()
         try:
             result = await self.reconciler.reconcile(key)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # any failure: back off and retry, the loop must survive
             delay = self.queue.add_rate_limited(key)
             self._metrics.observe(key, "error", self._clock() - t0)

@@ -192,10 +192,7 @@ class Operator:
             key_file = cert_dir / "tls.key"
             key_file.touch(mode=0o600)
             key_file.write_bytes(bundle.key)
-            if self._ssl is None:
-                self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            # Reloading into the same context serves the new certificate on every later handshake.
-            self._ssl.load_cert_chain(str(cert_dir / "tls.crt"), str(key_file))
+            self._serve_cert(cert_dir / "tls.crt", key_file)
             self._bundle = bundle
         if rotated and self.pods is not None:
             await self.pods.rotate(cfg.namespace)
@@ -217,10 +214,14 @@ class Operator:
             raise RuntimeError(msg) from None
         if stamp != self._mounted:
             self._rotate_mounted = self._mounted is not None
-            if self._ssl is None:
-                self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            self._ssl.load_cert_chain(str(cert), str(key))
+            self._serve_cert(cert, key)
             self._mounted = stamp
+
+    def _serve_cert(self, cert: Path, key: Path) -> None:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        # Reloading into the same context serves the new certificate on every later handshake.
+        self._ssl.load_cert_chain(str(cert), str(key))
 
     async def _run_webhook(self, certs_loaded: asyncio.Event) -> None:
         failures = 0
@@ -241,8 +242,6 @@ class Operator:
                 certs_loaded.set()
                 failures = 0
                 await asyncio.sleep(CERT_CHECK_INTERVAL)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 failures += 1
                 log.warning("webhook certificate: %s (retrying)", exc)

@@ -262,33 +262,30 @@ class ProgressEndpoint:
     async def _review(self, token: str, digest: str, claims: Mapping[str, Any]) -> Identity:
         now = self.clock()
         cached = self._reviews.get(digest)
-        if cached is not None and cached[0] > now:
-            if isinstance(cached[1], Refused):
-                raise cached[1]
-            return cached[1]
-        if not self._new_tokens.take(now):
-            raise Refused(429, "too many new tokens at once: retry in a second")
-        review = r.TokenReview(
-            {
-                "apiVersion": "authentication.k8s.io/v1",
-                "kind": "TokenReview",
-                "spec": {"token": token, "audiences": [AUDIENCE]},
-            }
-        )
-        answer = dict(await self.client.api.create(review))
-        self._forget_expired(now)
-        exp = claims.get("exp")
-        ttl = REVIEW_TTL_S
-        if isinstance(exp, int | float):
-            ttl = max(0.0, min(ttl, float(exp) - time.time()))
-        try:
-            identity: Identity | Refused = read_identity(answer, claims)
-        except Refused as exc:
-            identity = exc
-        self._reviews[digest] = (now + ttl, identity)
-        if isinstance(identity, Refused):
-            raise identity
-        return identity
+        if cached is None or cached[0] <= now:
+            if not self._new_tokens.take(now):
+                raise Refused(429, "too many new tokens at once: retry in a second")
+            review = r.TokenReview(
+                {
+                    "apiVersion": "authentication.k8s.io/v1",
+                    "kind": "TokenReview",
+                    "spec": {"token": token, "audiences": [AUDIENCE]},
+                }
+            )
+            answer = dict(await self.client.api.create(review))
+            self._forget_expired(now)
+            exp = claims.get("exp")
+            ttl = REVIEW_TTL_S
+            if isinstance(exp, int | float):
+                ttl = max(0.0, min(ttl, float(exp) - time.time()))
+            try:
+                identity: Identity | Refused = read_identity(answer, claims)
+            except Refused as exc:
+                identity = exc
+            cached = self._reviews[digest] = (now + ttl, identity)
+        if isinstance(cached[1], Refused):
+            raise cached[1]
+        return cached[1]
 
     def _forget_expired(self, now: float) -> None:
         if len(self._reviews) > 1024:

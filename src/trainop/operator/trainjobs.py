@@ -136,8 +136,6 @@ class TrainJobController:
             try:
                 async for _ in self.api.watch(res, namespace=self.namespace, labels=labels):
                     self.wake.set()
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:  # a dropped watch: start again shortly
                 log.debug("trainjob watch on %s ended: %s", res, exc)
             self.wake.set()

@@ -160,10 +160,9 @@ class JobBuilder:
 
     def run_policy(self, **fields: Any) -> Self:
         """runPolicy fields in snake_case: ``run_policy(backoff_limit=3, clean_pod_policy="All")``."""
-        rp = self._run_policy if self._run_policy is not None else {}
+        rp = self._run_policy = self._run_policy or {}
         for k, v in fields.items():
             rp[_camel(k)] = _camel_keys(v) if k == "scheduling_policy" and isinstance(v, dict) else v
-        self._run_policy = rp
         return self
 
     def suspend(self, flag: bool = True) -> Self:
@@ -208,7 +207,7 @@ class JobBuilder:
         self, type: str, status: str = "True", reason: str | None = None, message: str | None = None
     ) -> Self:
         """Append a condition; reason defaults to ``<Kind><Type>`` as upstream writes it (§4.1)."""
-        st = self._status if self._status is not None else {}
+        st = self._status = self._status or {}
         cond: dict[str, Any] = {
             "type": type,
             "status": status,
@@ -218,15 +217,13 @@ class JobBuilder:
             "lastTransitionTime": FIXED_TIME,
         }
         st.setdefault("conditions", []).append(cond)
-        self._status = st
         return self
 
     def status(self, **fields: Any) -> Self:
         """Other status fields (snake_case): ``status(start_time="2024-01-01T00:00:00Z")``."""
-        st = self._status if self._status is not None else {}
+        st = self._status = self._status or {}
         for k, v in fields.items():
             st[_camel(k)] = v.isoformat() if isinstance(v, datetime) else v
-        self._status = st
         return self
 
     # --- output ---

@@ -519,10 +519,8 @@ def load_config(
     in-cluster service account, else ``$KUBECONFIG`` / ~/.kube/config."""
     if client_configuration is not None:
         return build_config_from_client_configuration(client_configuration)
-    if kubeconfig:
-        cfg = KubeConfig.from_file(Path(kubeconfig).expanduser()).get(context)
-    else:
-        cfg = KubeConfig.from_env().get(context)
+    kc = KubeConfig.from_file(Path(kubeconfig).expanduser()) if kubeconfig else KubeConfig.from_env()
+    cfg = kc.get(context)
     assert cfg is not None  # .get() without a default raises instead of returning None
     return cfg
 

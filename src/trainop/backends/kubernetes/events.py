@@ -310,8 +310,6 @@ class EventRecorder:
                 again = self.correlator.mark_sent(s, count, name)
                 if again is not None:
                     self._queue.put_nowait(again)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 self.correlator.mark_failed(s)
                 log.info("event %s %s on %s not recorded: %s", s.type, s.reason, s.involved.get("name"), exc)

@@ -361,8 +361,6 @@ class Informer:
                             rv = _rv(obj) or rv
                             if kind != "BOOKMARK":
                                 self.apply_event(kind, obj, shaped=shaped)
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 if isinstance(exc, msgspec.DecodeError):
                     exc = ValueError(f"undecodable watch event: {exc}")
@@ -390,8 +388,6 @@ class Informer:
                 failures = 0
                 await self._watch(rv)
                 self.relists += 1
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 failures += 1
                 delay = min(30.0, 0.5 * 2 ** min(failures, 6))

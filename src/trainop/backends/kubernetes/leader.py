@@ -123,8 +123,6 @@ class LeaderElector:
                     )
                     self.is_leader.set()
                     break
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 log.warning("leader election: cannot read lease %s/%s: %s", self.namespace, self.name, exc)
             await asyncio.sleep(self.t.retry_period)
@@ -135,8 +133,6 @@ class LeaderElector:
                 if await asyncio.wait_for(self.try_acquire_or_renew(), self.t.renew_deadline):
                     last_renew = self._mono()
                     continue
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:
                 log.warning("leader election: renew failed: %s", exc)
             if self._mono() - last_renew >= self.t.renew_deadline:
