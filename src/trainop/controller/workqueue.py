@@ -35,20 +35,9 @@ class QueueMetrics(Protocol):
 
 
 class _NoMetrics:
-    def depth(self, n: int) -> None:
-        pass
+    """Reports nothing (a queue built without metrics)."""
 
-    def added(self) -> None:
-        pass
-
-    def queued_for(self, seconds: float) -> None:
-        pass
-
-    def worked_for(self, seconds: float) -> None:
-        pass
-
-    def retried(self) -> None:
-        pass
+    depth = added = queued_for = worked_for = retried = staticmethod(lambda *_: None)
 
 
 @dataclass
