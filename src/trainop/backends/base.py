@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from trainop.api import errors as api_errors
 from trainop.api.common import TrainingJob
@@ -241,7 +241,6 @@ class ContainerRun(Protocol):
     def finished_at(self) -> float | None: ...
 
 
-@runtime_checkable
 class JobFeed(Protocol):
     """What ``trainop run`` watches one job through, whatever runs it: new output, the pods as they are
     now, the container runs (for the failure summary) and the last lines of a replica. Reads only."""

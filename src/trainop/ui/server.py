@@ -109,17 +109,14 @@ def read_jobs(source: Source, namespace: str | None) -> dict[str, Any]:
         jobs = backend.list_jobs(namespace or None)
     except BackendError as exc:
         return {"jobs": [], "error": _error(exc)}
-    pods_of: dict[tuple[str, str], list[dict[str, Any]]] | None = {}
-    error = ""
+    pods_of: dict[tuple[str, str], list[dict[str, Any]]] = {}
     try:
         for job, pod, _port in backend.replica_pods(namespace or None):
-            pods_of.setdefault((job.namespace, job.name), []).append(pod)  # type: ignore[union-attr]
-    except BackendError as exc:
-        pods_of, error = None, f"pods: {_error(exc)}"
-    rows = [
-        build_job_row(j, None if pods_of is None else pods_of.get((j.namespace, j.name), [])) for j in jobs
-    ]
-    return {"jobs": rows, "error": error}
+            pods_of.setdefault((job.namespace, job.name), []).append(pod)
+    except BackendError as exc:  # restarts unknown
+        rows = [build_job_row(j, None) for j in jobs]
+        return {"jobs": rows, "error": f"pods: {_error(exc)}"}
+    return {"jobs": [build_job_row(j, pods_of.get((j.namespace, j.name), [])) for j in jobs], "error": ""}
 
 
 class ListCache:

@@ -1,9 +1,9 @@
-"""The CLI's cluster backend: the job operations ``trainop`` uses on this machine (submit, get, list,
-describe, delete, suspend/resume, wait, logs and run's feed), against a cluster through a kubeconfig.
+"""The one Kubernetes ``JobClient`` (backends/base.py) under the CLI, the SDK and the web view: the job
+operations against a cluster through a kubeconfig.
 
 An API client like kubectl: it reads and writes jobs and reads their pods and events; the operator
 on the cluster decides everything else. Requests go through client.py's rate-limited async client,
-run on a private event-loop thread so the CLI's code stays synchronous. No reconcile rules here.
+run on a private event-loop thread so its callers stay synchronous. No reconcile rules here.
 """
 
 from __future__ import annotations

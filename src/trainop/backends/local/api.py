@@ -208,13 +208,12 @@ class LocalBackend(PollingWait):
         info = KIND_INFO[job.kind]
         keys = {k.lower(): k for k in job.replica_specs}
         configmaps = [o["metadata"]["name"] for o in objects if o.get("kind") == "ConfigMap"]
-        seen: set[str] = set()
+        first: dict[str, dict[str, Any]] = {}  # replica type → its first pod
         for pod in (o for o in objects if o.get("kind") == "Pod"):
-            rtype = (pod["metadata"].get("labels") or {}).get("training.kubeflow.org/replica-type", "")
-            key = keys.get(rtype)
-            if key is None or key in seen:
-                continue
-            seen.add(key)
+            key = keys.get((pod["metadata"].get("labels") or {}).get(LABEL_REPLICA_TYPE, ""))
+            if key is not None:
+                first.setdefault(key, pod)
+        for key, pod in first.items():
             path = f"spec.{info.replica_map}[{key}]"
             errors.extend(detect_pod_errors(pod, job.replica_specs[key].template, path, configmaps))
         return errors
@@ -448,15 +447,11 @@ class LocalBackend(PollingWait):
         out: list[tuple[TrainingJob, dict[str, Any], int | None]] = []
         for row in self._rows(namespace):
             job = _parse_row(row)
-            ports = self.store.job_ports(row.uid)
+            ports = {(t.lower(), str(i)): p for (t, i), p in self.store.job_ports(row.uid).items()}
             for pod in self.store.list_pods(row.uid):
                 labels = (pod.get("metadata") or {}).get("labels") or {}
-                rtype = str(labels.get(LABEL_REPLICA_TYPE, ""))
-                index = str(labels.get(LABEL_REPLICA_INDEX, ""))
-                port = next(
-                    (p for (t, i), p in ports.items() if t.lower() == rtype and str(i) == index), None
-                )
-                out.append((job, pod, port))
+                key = (str(labels.get(LABEL_REPLICA_TYPE, "")), str(labels.get(LABEL_REPLICA_INDEX, "")))
+                out.append((job, pod, ports.get(key)))
         return out
 
     def runs(self, name: str, namespace: str = "default") -> list[ContainerRun]:
