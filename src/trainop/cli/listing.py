@@ -40,9 +40,7 @@ def select_jobs(
     backend: JobClient, namespace: str | None, kind: str | None, selector: list[Requirement] | None
 ) -> list[TrainingJob]:
     jobs = backend.list_jobs(namespace, kind)
-    if selector is None:
-        return jobs
-    return [j for j in jobs if matches(j.metadata.labels, selector)]
+    return [j for j in jobs if selector is None or matches(j.metadata.labels, selector)]
 
 
 def job_restarts(pods: Sequence[dict[str, Any]]) -> int:

@@ -21,12 +21,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperCommand
 
-from trainop.cli.format import parse_duration
+from trainop.cli.format import DurationError, parse_duration
 from trainop.cli.help import install_plain_help
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 EXIT_BACKEND = 5  # the backend cannot be used: no kubeconfig, cluster unreachable or refusing, no CRDs
+_T = TypeVar("_T")
 
 app = typer.Typer(
     name="trainop",
@@ -135,6 +136,14 @@ def _fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _checked(error: type[Exception], fn: Callable[..., _T], *args: Any, prefix: str = "") -> _T:
+    """``fn(*args)``, whose ``error`` is bad input: one line (after ``prefix``), exit 2."""
+    try:
+        return fn(*args)
+    except error as exc:
+        _fail(prefix + str(exc), EXIT_INVALID)
+
+
 def _escape(text: str) -> str:
     from rich.markup import escape
 
@@ -167,10 +176,7 @@ def _backend(name: str | None = None, kubeconfig: str | None = None, context: st
     from trainop.backends.base import ClusterError
     from trainop.backends.selection import SelectionError, build_selection, open_job_client
 
-    try:
-        chosen = build_selection(name, kubeconfig, context, os.environ)
-    except SelectionError as exc:
-        _fail(str(exc), EXIT_INVALID)
+    chosen = _checked(SelectionError, build_selection, name, kubeconfig, context, os.environ)
     try:
         backend = open_job_client(chosen, _user_env(), spawner=_fork_spawner)
     except ClusterError as exc:
@@ -482,10 +488,7 @@ class _RunCommand(TyperCommand):
             if getattr(p, "param_type_name", "") == "option"
             for name in (*p.opts, *p.secondary_opts)
         }
-        try:
-            split = split_run_argv(args, options, lambda arg: _is_command([arg]))
-        except ScriptJobError as exc:
-            _fail(str(exc), EXIT_INVALID)
+        split = _checked(ScriptJobError, split_run_argv, args, options, lambda arg: _is_command([arg]))
         ctx.meta[_TORCHRUN_META] = split
         return super().parse_args(ctx, split.argv)
 
@@ -648,10 +651,7 @@ def _run_trainjob_file(
     docs = _read_manifests(Path(args[0]))
     if not holds_trainjob(docs):
         return
-    try:
-        chosen = build_selection(where[0], where[1], where[2], os.environ)
-    except SelectionError as exc:
-        _fail(str(exc), EXIT_INVALID)
+    chosen = _checked(SelectionError, build_selection, *where, os.environ)
     if chosen.backend != "local" and not dry_run:
         _fail(
             "trainop run takes TrainJobs on the local backend only (the backend is kubernetes, from "
@@ -981,29 +981,20 @@ def _selector(text: str | None) -> Any:
         return None
     from trainop.cli.selectors import SelectorError, parse_selector
 
-    try:
-        return parse_selector(text)
-    except SelectorError as exc:
-        _fail(str(exc), EXIT_INVALID)
+    return _checked(SelectorError, parse_selector, text)
 
 
 def _output(output: str | None) -> None:
     from trainop.cli.listing import OutputError, check_output
 
-    try:
-        check_output(output)
-    except OutputError as exc:
-        _fail(str(exc), EXIT_INVALID)
+    _checked(OutputError, check_output, output)
 
 
 def _print_objects(objs: list[dict[str, Any]], output: str, single: bool) -> None:
     from trainop.cli.jsonpath import JsonPathError
     from trainop.cli.listing import render_objects
 
-    try:
-        typer.echo(render_objects(objs, output, single), nl=False)
-    except JsonPathError as exc:
-        _fail(f"jsonpath: {exc}", EXIT_INVALID)
+    typer.echo(_checked(JsonPathError, render_objects, objs, output, single, prefix="jsonpath: "), nl=False)
 
 
 @app.command()
@@ -1393,10 +1384,7 @@ def _logs_window(
             "write straight to their log files); with -f each new line is stamped as it arrives",
             EXIT_INVALID,
         )
-    try:
-        cutoff = None if since is None else time.time() - parse_duration(since)
-    except ValueError as exc:
-        _fail(str(exc), EXIT_INVALID)
+    cutoff = None if since is None else time.time() - _checked(DurationError, parse_duration, since)
     return (None if tail is not None and tail < 0 else tail), cutoff
 
 
@@ -1568,10 +1556,7 @@ def wait(
     match = next((c for c in CONDITION_TYPES if c.lower() == wanted.lower()), None)
     if match is None:
         _fail(f'unknown condition "{for_}"; use one of: {", ".join(CONDITION_TYPES)}', EXIT_INVALID)
-    try:
-        seconds = parse_duration(timeout)
-    except ValueError as exc:
-        _fail(str(exc), EXIT_INVALID)
+    seconds = _checked(DurationError, parse_duration, timeout)
     job = _call(_backend(backend, kubeconfig, context).wait, name, [match], namespace, seconds)
     conds = (job.status.conditions if job.status else None) or []
     if any(c.type == match and c.status == "True" for c in conds):
