@@ -27,8 +27,10 @@ ENV_URI = "STORAGE_URI"
 SCHEMES = ("hf://", "s3://", "file://")
 
 
-def build_parser(prog: str, what: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=f"Fill <workspace>/{what} from $STORAGE_URI.")
+def build_parser(what: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{what}-initializer", description=f"Fill <workspace>/{what} from $STORAGE_URI."
+    )
     p.add_argument(
         "--workspace",
         default=DEFAULT_WORKSPACE,
@@ -107,7 +109,7 @@ def _from_s3(bucket: str, prefix: str, workspace: Path, env: Mapping[str, str]) 
 
 
 def main_for(what: str, argv: Sequence[str] | None = None) -> int:
-    args = build_parser(f"{what}-initializer", what).parse_args(argv)
+    args = build_parser(what).parse_args(argv)
     initialize(what, Path(args.workspace), os.environ)
     return 0
 

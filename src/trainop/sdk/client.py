@@ -556,10 +556,7 @@ class TrainingClient:
                     cause = build_cause(e)
                     raise build_log_error(ns, pod, e.detail, cause) from cause
                 logs[pod] = "".join(f"{line.text}\n" for line in lines)
-        events: dict[str, list[str]] = {}
-        if verbose:
-            events = self._job_events(kind, ns, name, pods, timeout)
-        return logs, events
+        return logs, self._job_events(kind, ns, name, pods, timeout) if verbose else {}
 
     def _warn_no_log_pods(
         self,

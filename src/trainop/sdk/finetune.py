@@ -126,10 +126,8 @@ def build_pvc(name: str, namespace: str, storage_config: Mapping[str, Any]) -> d
 
 def _container(name: str, image: str, args: list[str], env: Any, resources: Any = None) -> dict[str, Any]:
     """utils.get_container_spec with the storage volume mounted at /workspace."""
-    out: dict[str, Any] = {"name": name, "image": image, "args": args}
-    out["volumeMounts"] = [
-        {"name": constants.STORAGE_INITIALIZER, "mountPath": constants.INIT_CONTAINER_MOUNT_PATH}
-    ]
+    mount = {"name": constants.STORAGE_INITIALIZER, "mountPath": constants.INIT_CONTAINER_MOUNT_PATH}
+    out: dict[str, Any] = {"name": name, "image": image, "args": args, "volumeMounts": [mount]}
     env_list = build_env(env) if env else None
     if env_list:
         out["env"] = env_list
