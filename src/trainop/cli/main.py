@@ -641,16 +641,20 @@ def convert(
 def _run_trainjob_file(
     args: list[str] | None, namespace: str | None, dry_run: bool, where: tuple[str | None, ...]
 ) -> None:
-    """A FILE holding a trainer.kubeflow.org TrainJob runs on this machine (cli/trainjob_cmd.py); the
-    kubernetes backend (--backend, $TRAINOP_BACKEND, --kubeconfig/--context) is refused in one line."""
-    from trainop.backends.selection import ENV_BACKEND, SelectionError, build_selection
-    from trainop.cli.trainjob_cmd import holds_trainjob, run_trainjob
+    """A FILE holding a trainer.kubeflow.org TrainJob runs on this machine in the foreground (exit 0
+    Complete, 1 Failed; backends/local/trainjob.py), or --dry-run prints the pods and objects it becomes
+    on a cluster; the kubernetes backend (--backend, $TRAINOP_BACKEND, --kubeconfig/--context) is
+    refused in one line."""
+    from trainop.api.trainer_rules import is_trainer_object
 
     if not args or len(args) != 1 or _is_command(args):
         return
     docs = _read_manifests(Path(args[0]))
-    if not holds_trainjob(docs):
+    if not any(is_trainer_object(d) for d in docs):
         return
+    from trainop.backends.local.trainjob import render_trainjob, run_trainjob_file
+    from trainop.backends.selection import ENV_BACKEND, SelectionError, build_selection
+
     chosen = _checked(SelectionError, build_selection, *where, os.environ)
     if chosen.backend != "local" and not dry_run:
         _fail(
@@ -660,8 +664,12 @@ def _run_trainjob_file(
             "TrainJobs), or run it here with --backend local",
             EXIT_INVALID,
         )
-    code = _call(run_trainjob, docs, _base_dir(Path(args[0])), namespace=namespace, dry_run=dry_run)
-    raise typer.Exit(code)
+    if dry_run:
+        _dump(_call(render_trainjob, docs), "yaml")
+        raise typer.Exit(EXIT_OK)
+    raise typer.Exit(
+        _call(run_trainjob_file, docs, _base_dir(Path(args[0])), sys.stdout, namespace=namespace)
+    )
 
 
 def _prepare_run(
