@@ -84,11 +84,12 @@ class OpenAPIModel:
     discriminator: Any
     local_vars_configuration: Any
 
-    if TYPE_CHECKING:  # each field is a property made from ``openapi_types`` (__init_subclass__)
+    # Each field is a property made from ``openapi_types`` (__init_subclass__); every model also
+    # declares its fields as ``Any`` attributes, so that a type checker (ours, and a user's: the
+    # package is typed) refuses a misspelt one and an editor completes them.
+    if TYPE_CHECKING:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-        def __getattr__(self, name: str) -> Any: ...
-        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Each model's properties, ``attribute_map`` (the camelCase JSON keys) and ``__init__``."""
@@ -162,10 +163,24 @@ def _list_types(item: str) -> dict[str, str]:
     return {"api_version": "str", "items": f"list[{item}]", "kind": "str", "metadata": "V1ListMeta"}
 
 
+class _JobModel(OpenAPIModel):
+    """A kind's job model (``openapi_types``: ``_job_types(<the kind's spec model>)``)."""
+
+    api_version: Any
+    kind: Any
+    metadata: Any
+    spec: Any
+    status: Any
+
+
 class _JobListModel(OpenAPIModel):
     """A kind's list model (``openapi_types``: ``_list_types(<the kind's job model>)``)."""
 
     _required: ClassVar[tuple[str, ...]] = ("items",)
+    api_version: Any
+    items: Any
+    kind: Any
+    metadata: Any
 
 
 class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
@@ -182,9 +197,20 @@ class KubeflowOrgV1ElasticPolicy(OpenAPIModel):
         "rdzv_port": "int",
         "standalone": "bool",
     }
+    max_replicas: Any
+    max_restarts: Any
+    metrics: Any
+    min_replicas: Any
+    n_proc_per_node: Any
+    rdzv_backend: Any
+    rdzv_conf: Any
+    rdzv_host: Any
+    rdzv_id: Any
+    rdzv_port: Any
+    standalone: Any
 
 
-class KubeflowOrgV1JAXJob(OpenAPIModel):
+class KubeflowOrgV1JAXJob(_JobModel):
     openapi_types = _job_types("KubeflowOrgV1JAXJobSpec")
 
 
@@ -195,6 +221,8 @@ class KubeflowOrgV1JAXJobList(_JobListModel):
 class KubeflowOrgV1JAXJobSpec(OpenAPIModel):
     openapi_types = _spec_types("jax_replica_specs")
     _required: ClassVar[tuple[str, ...]] = ("jax_replica_specs", "run_policy")
+    jax_replica_specs: Any
+    run_policy: Any
 
 
 class KubeflowOrgV1JobCondition(OpenAPIModel):
@@ -208,6 +236,12 @@ class KubeflowOrgV1JobCondition(OpenAPIModel):
     }
     _defaults: ClassVar[dict[str, Any]] = {"status": "", "type": ""}
     _required: ClassVar[tuple[str, ...]] = ("status", "type")
+    last_transition_time: Any
+    last_update_time: Any
+    message: Any
+    reason: Any
+    status: Any
+    type: Any
 
 
 class KubeflowOrgV1JobStatus(OpenAPIModel):
@@ -218,9 +252,14 @@ class KubeflowOrgV1JobStatus(OpenAPIModel):
         "replica_statuses": "dict(str, KubeflowOrgV1ReplicaStatus)",
         "start_time": "datetime",
     }
+    completion_time: Any
+    conditions: Any
+    last_reconcile_time: Any
+    replica_statuses: Any
+    start_time: Any
 
 
-class KubeflowOrgV1MPIJob(OpenAPIModel):
+class KubeflowOrgV1MPIJob(_JobModel):
     openapi_types = _job_types("KubeflowOrgV1MPIJobSpec")
 
 
@@ -233,6 +272,11 @@ class KubeflowOrgV1MPIJobSpec(OpenAPIModel):
         "mpi_replica_specs", clean_pod_policy="str", main_container="str", slots_per_worker="int"
     )
     _required: ClassVar[tuple[str, ...]] = ("mpi_replica_specs",)
+    clean_pod_policy: Any
+    main_container: Any
+    mpi_replica_specs: Any
+    run_policy: Any
+    slots_per_worker: Any
 
 
 class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
@@ -242,9 +286,13 @@ class KubeflowOrgV1PaddleElasticPolicy(OpenAPIModel):
         "metrics": "list[K8sIoApiAutoscalingV2MetricSpec]",
         "min_replicas": "int",
     }
+    max_replicas: Any
+    max_restarts: Any
+    metrics: Any
+    min_replicas: Any
 
 
-class KubeflowOrgV1PaddleJob(OpenAPIModel):
+class KubeflowOrgV1PaddleJob(_JobModel):
     openapi_types = _job_types("KubeflowOrgV1PaddleJobSpec")
 
 
@@ -255,9 +303,12 @@ class KubeflowOrgV1PaddleJobList(_JobListModel):
 class KubeflowOrgV1PaddleJobSpec(OpenAPIModel):
     openapi_types = _spec_types("paddle_replica_specs", elastic_policy="KubeflowOrgV1PaddleElasticPolicy")
     _required: ClassVar[tuple[str, ...]] = ("paddle_replica_specs", "run_policy")
+    elastic_policy: Any
+    paddle_replica_specs: Any
+    run_policy: Any
 
 
-class KubeflowOrgV1PyTorchJob(OpenAPIModel):
+class KubeflowOrgV1PyTorchJob(_JobModel):
     openapi_types = _job_types("KubeflowOrgV1PyTorchJobSpec")
 
 
@@ -270,6 +321,10 @@ class KubeflowOrgV1PyTorchJobSpec(OpenAPIModel):
         "pytorch_replica_specs", elastic_policy="KubeflowOrgV1ElasticPolicy", nproc_per_node="str"
     )
     _required: ClassVar[tuple[str, ...]] = ("pytorch_replica_specs", "run_policy")
+    elastic_policy: Any
+    nproc_per_node: Any
+    pytorch_replica_specs: Any
+    run_policy: Any
 
 
 class KubeflowOrgV1RDZVConf(OpenAPIModel):
@@ -277,6 +332,8 @@ class KubeflowOrgV1RDZVConf(OpenAPIModel):
         "key": "str",
         "value": "str",
     }
+    key: Any
+    value: Any
 
 
 class KubeflowOrgV1ReplicaSpec(OpenAPIModel):
@@ -285,6 +342,9 @@ class KubeflowOrgV1ReplicaSpec(OpenAPIModel):
         "restart_policy": "str",
         "template": "V1PodTemplateSpec",
     }
+    replicas: Any
+    restart_policy: Any
+    template: Any
 
 
 class KubeflowOrgV1ReplicaStatus(OpenAPIModel):
@@ -295,6 +355,11 @@ class KubeflowOrgV1ReplicaStatus(OpenAPIModel):
         "selector": "str",
         "succeeded": "int",
     }
+    active: Any
+    failed: Any
+    label_selector: Any
+    selector: Any
+    succeeded: Any
 
 
 class KubeflowOrgV1RunPolicy(OpenAPIModel):
@@ -307,6 +372,13 @@ class KubeflowOrgV1RunPolicy(OpenAPIModel):
         "suspend": "bool",
         "ttl_seconds_after_finished": "int",
     }
+    active_deadline_seconds: Any
+    backoff_limit: Any
+    clean_pod_policy: Any
+    managed_by: Any
+    scheduling_policy: Any
+    suspend: Any
+    ttl_seconds_after_finished: Any
 
 
 class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
@@ -317,9 +389,14 @@ class KubeflowOrgV1SchedulingPolicy(OpenAPIModel):
         "queue": "str",
         "schedule_timeout_seconds": "int",
     }
+    min_available: Any
+    min_resources: Any
+    priority_class: Any
+    queue: Any
+    schedule_timeout_seconds: Any
 
 
-class KubeflowOrgV1TFJob(OpenAPIModel):
+class KubeflowOrgV1TFJob(_JobModel):
     openapi_types = _job_types("KubeflowOrgV1TFJobSpec")
 
 
@@ -330,9 +407,13 @@ class KubeflowOrgV1TFJobList(_JobListModel):
 class KubeflowOrgV1TFJobSpec(OpenAPIModel):
     openapi_types = _spec_types("tf_replica_specs", enable_dynamic_worker="bool", success_policy="str")
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "tf_replica_specs")
+    enable_dynamic_worker: Any
+    run_policy: Any
+    success_policy: Any
+    tf_replica_specs: Any
 
 
-class KubeflowOrgV1XGBoostJob(OpenAPIModel):
+class KubeflowOrgV1XGBoostJob(_JobModel):
     openapi_types = _job_types("KubeflowOrgV1XGBoostJobSpec")
 
 
@@ -343,6 +424,8 @@ class KubeflowOrgV1XGBoostJobList(_JobListModel):
 class KubeflowOrgV1XGBoostJobSpec(OpenAPIModel):
     openapi_types = _spec_types("xgb_replica_specs")
     _required: ClassVar[tuple[str, ...]] = ("run_policy", "xgb_replica_specs")
+    run_policy: Any
+    xgb_replica_specs: Any
 
 
 # --- the kind tables the client reads ---
