@@ -11,7 +11,7 @@ is ``operator/progress.py``; the local backend's endpoint is ``backends/local/pr
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from trainop.api.constants import (
@@ -104,7 +104,9 @@ def build_tls_config_map_name(job_name: str) -> str:
 def build_tls_config_map(
     job_name: str, namespace: str, ca_pem: str, owner: Mapping[str, Any], labels: Mapping[str, str]
 ) -> dict[str, Any]:
-    """``<job>-tls-config``: the CA of the operator's HTTPS server, owned by the job (it goes with it)."""
+    """``<job>-tls-config``: the CA of the operator's HTTPS server, the same for every job. A v1 job and a
+    TrainJob of one name share it, so each job holds an ownerReference (``add_owner``), none of them
+    the controller: the garbage collector deletes it once every owner is gone."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -112,10 +114,18 @@ def build_tls_config_map(
             "name": build_tls_config_map_name(job_name),
             "namespace": namespace,
             "labels": dict(labels),
-            "ownerReferences": [dict(owner)],
+            "ownerReferences": add_owner([], owner),
         },
         "data": {CA_KEY: ca_pem},
     }
+
+
+def add_owner(refs: Iterable[Mapping[str, Any]], owner: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``refs`` with ``owner``'s reference (not a controller) in place of any of its kind and name: a
+    job deleted and made again under its name replaces the old one's."""
+    ref = {k: owner[k] for k in ("apiVersion", "kind", "name", "uid")}
+    same = (ref["kind"], ref["name"])
+    return [*(dict(o) for o in refs if (o.get("kind"), o.get("name")) != same), ref]
 
 
 def build_progress_env(url: str) -> list[dict[str, str]]:

@@ -13,9 +13,9 @@ token), 403 (a pod of another job), 404 (no such resource), 429 (too many), 502/
 failed, or the API server is unreachable).
 
 ``PodPreparer`` is the other half: the env and projected volume (``core.progress.inject_progress``)
-in every pod the operator creates, and the ConfigMap ``<job>-tls-config`` (the CA, owned by the job)
-that the volume reads; ``rotate`` rewrites those ConfigMaps when the CA changes. ``ProgressTarget``
-hooks it into the v1 reconcile; the TrainJob controller calls it before creating pods.
+in every pod the operator creates, and the ConfigMap ``<job>-tls-config`` (the CA; every job of that
+name owns it) that the volume reads; ``rotate`` rewrites those ConfigMaps when the CA changes.
+``ProgressTarget`` hooks it into the v1 reconcile; the TrainJob controller calls it before creating pods.
 """
 
 from __future__ import annotations
@@ -60,10 +60,10 @@ from trainop.core.progress import (
     CA_KEY,
     STATUS_FIELDS,
     ProgressError,
+    add_owner,
     build_status_path,
     build_stored_status,
     build_tls_config_map,
-    build_tls_config_map_name,
     check_trainer_status,
     inject_progress,
 )
@@ -321,14 +321,14 @@ class PodPreparer:
         self.client = client
         self.server = server
         self.ca_pem = ca_pem
-        # (namespace, ConfigMap) → (owner uid, the CA it holds), for live jobs only (``forget``). The
-        # uid: a job deleted and made again under its name needs the ConfigMap again (the old one goes
-        # with the old job).
-        self._written: dict[tuple[str, str], tuple[str, bytes]] = {}
+        # (kind, namespace, job) → (job uid, the CA written), for live jobs only (``forget``). The uid:
+        # a job deleted and made again under its name needs its reference again.
+        self._written: dict[tuple[str, str, str], tuple[str, bytes]] = {}
 
-    def forget(self, namespace: str, name: str) -> None:
-        """Job ``name`` is gone: its ConfigMap goes with it (owner reference), and so does its entry."""
-        self._written.pop((namespace, build_tls_config_map_name(name)), None)
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """The job is gone: the garbage collector drops its reference (and the ConfigMap with the last
+        one), and we drop its entry."""
+        self._written.pop((kind, namespace, name), None)
 
     async def prepare(
         self,
@@ -352,7 +352,7 @@ class PodPreparer:
         ca = self.ca_pem()
         if ca is None:
             raise RuntimeError("the webhook certificate's CA is not loaded yet")
-        key = (namespace, build_tls_config_map_name(str(owner["name"])))
+        key = (str(owner["kind"]), namespace, str(owner["name"]))
         written = (str(owner.get("uid") or ""), ca)
         if self._written.get(key) == written:
             return
@@ -363,24 +363,23 @@ class PodPreparer:
         self._written[key] = written
 
     async def _create_or_fix(self, cm: dict[str, Any], tries: int = 3) -> None:
-        """Create ``cm``; one already there (a rotation missed, or a job of the same name that was
-        deleted: its owner is gone and the garbage collector would take it) gets ``cm``'s CA and
-        owner."""
+        """Create ``cm``; one already there (another job's of the same name, a rotation missed, or a
+        deleted namesake's that the garbage collector would take) gets ``cm``'s CA, and its owner's
+        reference next to the other jobs' (``add_owner``)."""
         api = self.client.api
         meta = cm["metadata"]
+        (ref,) = meta["ownerReferences"]
         for _ in range(tries):
             if await tolerate(api.create(r.ConfigMap(cm)), 409):
                 return
             try:
                 current = dict(await api.get(r.ConfigMap, meta["name"], namespace=meta["namespace"]))
                 cmeta = current.get("metadata") or {}
-                if (
-                    current.get("data") == cm["data"]
-                    and cmeta.get("ownerReferences") == meta["ownerReferences"]
-                ):
+                refs = cmeta.get("ownerReferences") or []
+                if current.get("data") == cm["data"] and ref in refs:
                     return
                 current["data"] = cm["data"]
-                current["metadata"] = {**cmeta, "ownerReferences": meta["ownerReferences"]}
+                current["metadata"] = {**cmeta, "ownerReferences": add_owner(refs, ref)}
                 await api.replace(r.ConfigMap(current))
                 return
             except Exception as exc:
@@ -419,7 +418,7 @@ class ProgressTarget:
     def observe(self, key: tuple[str, str, str]) -> Observed | None:
         observed: Observed | None = self.inner.observe(key)
         if observed is None:  # gone, or being deleted: no more pods
-            self.preparer.forget(key[1], key[2])
+            self.preparer.forget(*key)
         return observed
 
     async def apply(self, key: tuple[str, str, str], observed: Observed, plan: Plan) -> None:

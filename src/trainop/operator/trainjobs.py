@@ -159,7 +159,7 @@ class TrainJobController:
                 soonest = after if soonest is None else min(soonest, after)
         if self.pods is not None:
             for ns, name in self._listed - listed:
-                self.pods.forget(ns, name)
+                self.pods.forget(KIND_TRAINJOB, ns, name)
         self._listed = listed
         return soonest
 

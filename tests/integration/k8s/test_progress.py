@@ -209,6 +209,50 @@ def test_a_trainjobs_pods_post_to_its_trainer_status(
     assert post_progress(percentage=35, env=env, timeout=30)
 
 
+@pytest.mark.usefixtures("runtimes")
+def test_a_v1_job_and_a_trainjob_of_one_name_share_their_tls_config(
+    progress_op: Webhook, cluster: Cluster
+) -> None:
+    """``<name>-tls-config`` is one ConfigMap for a PyTorchJob and a TrainJob both called ``twin`` (the
+    name is upstream's): each job adds its own ownerReference, none is the controller, so deleting one
+    job leaves the other's pods their CA."""
+    ns = cluster.namespace
+    v1_uid = cluster.create(pytorch_job("twin").master(1).build_dict())["metadata"]["uid"]
+    (v1_pod,) = running_pods(cluster, {"training.kubeflow.org/job-name": "twin"}, 1)
+    job = trainjob(
+        "twin", "torch-distributed", {"node": ""}, trainer={"numNodes": 1, "command": ["torchrun", "t.py"]}
+    )
+    job["metadata"]["namespace"] = ns
+    tj_uid = dict(cluster.client.create(TrainJobResource(job)).to_dict())["metadata"]["uid"]
+    (tj_pod,) = running_pods(cluster, {"jobset.sigs.k8s.io/jobset-name": "twin"}, 1)
+    server = f"https://training-operator.{progress_op.pod_ns}.svc/apis"
+    for pod, path in (
+        (v1_pod, f"kubeflow.org/v1/namespaces/{ns}/pytorchjobs/twin/status"),
+        (tj_pod, f"trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/twin/status"),
+    ):
+        check_injected(pod, f"{server}/{path}")
+        volume = next(v for v in pod["spec"]["volumes"] if v["name"] == VOLUME_NAME)
+        assert volume["projected"]["sources"][1]["configMap"]["name"] == "twin-tls-config"
+
+    def owners() -> dict[str, dict[str, Any]]:
+        cm = cluster.get(r.ConfigMap, "twin-tls-config") or {"metadata": {}}
+        return {o["uid"]: o for o in cm["metadata"].get("ownerReferences") or ()}
+
+    secret = cluster.client.get(r.Secret, progress_op.secret, namespace=progress_op.pod_ns)
+    ca = base64.b64decode(dict(secret)["data"]["ca.crt"]).decode()
+    assert (cluster.get(r.ConfigMap, "twin-tls-config") or {})["data"]["ca.crt"] == ca
+    assert tj_uid in owners()  # the TrainJob's pass wrote last
+
+    # The TrainJob goes: the garbage collector drops its reference and keeps the ConfigMap for the
+    # PyTorchJob; once that goes too, the ConfigMap goes.
+    cluster.client.delete(TrainJobResource, "twin", namespace=ns)
+    wait_for(lambda: tj_uid not in owners() or None, 60, "the TrainJob's reference dropped")
+    assert owners().keys() == {v1_uid}, "twin-tls-config went with the TrainJob"
+    assert not owners()[v1_uid].get("controller")
+    cluster.delete_job("PyTorchJob", "twin")
+    wait_for(lambda: cluster.get(r.ConfigMap, "twin-tls-config") is None or None, 60, "twin-tls-config gone")
+
+
 def test_without_the_flag_pods_are_unchanged(start_operator: StartOperator, cluster: Cluster) -> None:
     op = start_operator("--enable-webhook=false")
     cluster.create(pytorch_job("plain").master(1).build_dict())

@@ -10,6 +10,7 @@ import pytest
 
 from trainop.core.progress import (
     ProgressError,
+    add_owner,
     build_status_path,
     build_stored_status,
     build_tls_config_map,
@@ -97,9 +98,17 @@ def test_paths_and_the_config_map() -> None:
         "name": "j-tls-config",
         "namespace": "ns",
         "labels": {"l": "v"},
-        "ownerReferences": [owner],
+        "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "j", "uid": "u"}],
     }
     assert cm["data"] == {"ca.crt": "PEM"}
+    # A TrainJob of the same name adds its reference; a PyTorchJob made again under the name replaces
+    # the old one's. None is the controller.
+    tj = {**owner, "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "uid": "t"}
+    refs = add_owner(cm["metadata"]["ownerReferences"], tj)
+    assert [(o["kind"], o["uid"]) for o in refs] == [("PyTorchJob", "u"), ("TrainJob", "t")]
+    refs = add_owner(refs, {**owner, "uid": "u2"})
+    assert [(o["kind"], o["uid"]) for o in refs] == [("TrainJob", "t"), ("PyTorchJob", "u2")]
+    assert not any("controller" in o for o in refs)
 
 
 def test_what_is_stored_is_upstreams_fields_with_a_time() -> None:

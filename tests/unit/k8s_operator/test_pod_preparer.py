@@ -1,14 +1,19 @@
 """What ``PodPreparer`` (operator/progress.py) remembers of the ``<job>-tls-config`` ConfigMaps it wrote:
 one entry per live job, forgotten once the job is gone (a v1 job's reconcile finds nothing to observe;
 a TrainJob pass no longer lists it), so that a long-running operator does not grow with every job it
-ever ran."""
+ever ran. And whose references the ConfigMap carries: one per job of its name (a v1 job and a TrainJob
+share it)."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
+
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import Status
 
 from trainop.core.observed import Observed
 from trainop.core.plan import Plan
@@ -20,11 +25,22 @@ CA = b"-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n"
 
 class FakeApi:
     def __init__(self) -> None:
-        self.created: list[dict[str, Any]] = []
+        self.configmaps: dict[str, dict[str, Any]] = {}
+        self.writes: list[tuple[str, str]] = []  # (verb, ConfigMap)
         self.trainjobs: list[dict[str, Any]] = []
 
     async def create(self, obj: Any) -> Any:
-        self.created.append(dict(obj))
+        name = obj["metadata"]["name"]
+        if name in self.configmaps:
+            raise ApiError(status=Status(code=409, message="already exists"))
+        return await self.replace(obj, "create")
+
+    async def get(self, res: Any, name: str, namespace: str) -> Any:
+        return copy.deepcopy(self.configmaps[name])
+
+    async def replace(self, obj: Any, verb: str = "replace") -> Any:
+        self.configmaps[obj["metadata"]["name"]] = copy.deepcopy(dict(obj))
+        self.writes.append((verb, obj["metadata"]["name"]))
         return obj
 
     def list(self, res: Any, **_: Any) -> AsyncIterator[Any]:
@@ -66,11 +82,27 @@ def test_a_v1_job_that_is_gone_is_forgotten() -> None:
     asyncio.run(pods.prepare(owner("PyTorchJob", "a", "u1"), "ns", "pytorchjobs", [pod()]))
     asyncio.run(pods.prepare(owner("PyTorchJob", "b", "u2"), "ns", "pytorchjobs", [pod()]))
     asyncio.run(pods.prepare(owner("PyTorchJob", "a", "u1"), "ns", "pytorchjobs", [pod()]))
-    assert [c["metadata"]["name"] for c in api.created] == ["a-tls-config", "b-tls-config"]  # once each
+    assert api.writes == [("create", "a-tls-config"), ("create", "b-tls-config")]  # once each
     assert ProgressTarget(GoneTarget(), pods).observe(("PyTorchJob", "ns", "a")) is None
     assert len(pods._written) == 1  # b's entry only
     asyncio.run(pods.prepare(owner("PyTorchJob", "a", "u3"), "ns", "pytorchjobs", [pod()]))
-    assert [c["metadata"]["name"] for c in api.created][-1] == "a-tls-config"  # a namesake: written again
+    assert api.writes[-1] == ("replace", "a-tls-config")  # a namesake: its reference replaces the old one
+    assert [o["uid"] for o in api.configmaps["a-tls-config"]["metadata"]["ownerReferences"]] == ["u3"]
+
+
+def test_a_v1_job_and_a_trainjob_of_one_name_both_own_the_configmap() -> None:
+    pods, api = preparer()
+    asyncio.run(pods.prepare(owner("PyTorchJob", "twin", "u1"), "ns", "pytorchjobs", [pod()]))
+    asyncio.run(pods.prepare(owner("TrainJob", "twin", "u2"), "ns", "trainjobs", [pod()]))
+    asyncio.run(pods.prepare(owner("PyTorchJob", "twin", "u1"), "ns", "pytorchjobs", [pod()]))
+    assert api.writes == [("create", "twin-tls-config"), ("replace", "twin-tls-config")]
+    cm = api.configmaps["twin-tls-config"]
+    assert cm["data"] == {"ca.crt": CA.decode()}
+    refs = [(o["kind"], o["uid"], o.get("controller")) for o in cm["metadata"]["ownerReferences"]]
+    assert refs == [("PyTorchJob", "u1", None), ("TrainJob", "u2", None)]
+    pods.forget("TrainJob", "ns", "twin")  # the PyTorchJob's entry stays: nothing written again
+    asyncio.run(pods.prepare(owner("PyTorchJob", "twin", "u1"), "ns", "pytorchjobs", [pod()]))
+    assert len(api.writes) == 2
 
 
 def test_a_trainjob_no_longer_listed_is_forgotten() -> None:
