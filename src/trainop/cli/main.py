@@ -259,7 +259,9 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
     from trainop.backends.base import (
         AlreadyExistsError,
         BackendError,
+        LogsUnavailableError,
         NotFoundError,
+        NotSupportedError,
         ReplicaNotFoundError,
         WaitTimeoutError,
     )
@@ -267,31 +269,18 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
     try:
         return fn(*args, **kwargs)
-    except InvalidJobError as exc:
+    except InvalidJobError as exc:  # (a cluster that refused the job too)
         _invalid(exc)
-    except (StateDirError, UnsafePathError) as exc:  # a bad TRAINOP_HOME (or its disk): one line, exit 2
-        _fail(str(exc), EXIT_INVALID)
-    except (AlreadyExistsError, ReplicaNotFoundError) as exc:
-        _fail(str(exc), EXIT_NOT_FOUND)
+    except (StateDirError, UnsafePathError, NotSupportedError) as exc:
+        _fail(str(exc), EXIT_INVALID)  # a bad TRAINOP_HOME (or its disk), an option the backend lacks
+    except (AlreadyExistsError, ReplicaNotFoundError, LogsUnavailableError) as exc:
+        _fail(str(exc), EXIT_NOT_FOUND)  # (LogsUnavailableError: the cluster serves no logs for a pod)
     except NotFoundError as exc:
         _fail(str(exc) + _found_elsewhere(exc.name, exc.namespace, exc.kind or None), EXIT_NOT_FOUND)
     except WaitTimeoutError as exc:
         _fail(str(exc), EXIT_TIMEOUT)
-    except BackendError as exc:
-        _fail(str(exc), _backend_error_code(exc))
-
-
-def _backend_error_code(exc: Exception) -> int:
-    """An option the backend lacks is bad input, exit 2 (a cluster that refused the job is an
-    InvalidJobError, also 2); one that cannot be used is exit 5; the cluster serves no logs for a
-    pod: 3, as nothing found."""
-    from trainop.backends.base import LogsUnavailableError, NotSupportedError
-
-    if isinstance(exc, NotSupportedError):
-        return EXIT_INVALID
-    if isinstance(exc, LogsUnavailableError):
-        return EXIT_NOT_FOUND
-    return EXIT_BACKEND
+    except BackendError as exc:  # the backend cannot be used
+        _fail(str(exc), EXIT_BACKEND)
 
 
 def _found_elsewhere(name: str, namespace: str, kind: str | None) -> str:
