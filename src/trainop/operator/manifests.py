@@ -63,7 +63,7 @@ rules:
   verbs: [list, watch, create, delete]
 # MPI's <job>-config ConfigMap (§3.9): informer, create, and update when the hostfile drifts.
 # --trainer-progress: each job's <job>-tls-config (the CA its pods check) is created, read back when
-# it exists, and updated when the CA rotates.
+# it exists, and updated when the CA rotates or a v1 job and a TrainJob of one name share it.
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, create, update]
