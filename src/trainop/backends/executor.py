@@ -12,6 +12,7 @@ So no condition or counter ever records a transition whose writes failed. No dec
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Coroutine, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -62,20 +63,10 @@ def _prerequisite(action: Action) -> bool:
 def build_batches(actions: Sequence[Action]) -> Iterator[list[Action]]:
     """Groups of actions that may be applied concurrently, in order: consecutive creates (prerequisite
     kinds in a group of their own first), consecutive deletes; updates and the job's deletion one by one."""
-    group: list[Action] = []
-
-    def flush() -> Iterator[list[Action]]:
-        first: list[Action] = [a for a in group if _prerequisite(a)]
-        rest: list[Action] = [a for a in group if not _prerequisite(a)]
-        yield from (b for b in (first, rest) if b)
-
-    for a in actions:
-        if group and (type(a) is not type(group[0]) or isinstance(a, UpdateObject | DeleteJob)):
-            yield from flush()
-            group = []
-        group.append(a)
-    if group:
-        yield from flush()
+    for kind, run in itertools.groupby(actions, key=type):
+        for group in [[a] for a in run] if kind in (UpdateObject, DeleteJob) else [list(run)]:
+            split = ([a for a in group if _prerequisite(a)], [a for a in group if not _prerequisite(a)])
+            yield from (batch for batch in split if batch)
 
 
 def describe_action(action: Action) -> str:

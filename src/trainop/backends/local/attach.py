@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from trainop.api.constants import (
     ANNOTATION_ATTACHED_CLIENT,
@@ -59,13 +59,13 @@ def parse_client(manifest: Mapping[str, Any]) -> Client | None:
     if not isinstance(value, dict):
         return None
     pid, ticks, boot = value.get("pid"), value.get("startTicks"), value.get("bootId")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return None
-    if not (ticks is None or (isinstance(ticks, int) and not isinstance(ticks, bool))) or not isinstance(
-        boot, str
-    ):
-        return None
-    return Client(pid, ticks, boot)
+    if _is_int(pid) and pid > 0 and (ticks is None or _is_int(ticks)) and isinstance(boot, str):
+        return Client(pid, ticks, boot)
+    return None
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def is_client_alive(client: Client) -> bool:

@@ -6,12 +6,13 @@ jobs never share a GPU.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Mapping
 from functools import cache
 
 from trainop.api.constants import ENV_TRAINOP_GPUS
+
+_NVIDIA_SMI = ("nvidia-smi", "--query-gpu=index", "--format=csv,noheader")
 
 
 def detect_gpu_inventory(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -24,15 +25,8 @@ def detect_gpu_inventory(env: Mapping[str, str]) -> tuple[str, ...]:
 
 @cache
 def _nvidia_smi_gpus() -> tuple[str, ...]:
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return ()
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
-        )
+    try:  # (not installed: FileNotFoundError; failing: CalledProcessError)
+        out = subprocess.run(_NVIDIA_SMI, capture_output=True, text=True, timeout=20, check=True)
     except (OSError, subprocess.SubprocessError):
-        return ()
-    if out.returncode != 0:
         return ()
     return tuple(line.strip() for line in out.stdout.splitlines() if line.strip())

@@ -680,23 +680,18 @@ def _volume_errors(v: Mapping[str, Any], vpath: str, known_cms: set[str]) -> lis
                 invalid(f"{vpath}.configMap.items[{j}].path", rel, m) for m in detect_volume_path_errors(rel)
             )
     if isinstance(cm, dict) and cm.get("name") not in known_cms and not cm.get("optional"):
-        errs.append(
-            FieldError(
-                f"{vpath}.configMap.name",
-                f'Not found: "{cm.get("name")}": the local backend has only the ConfigMaps the job itself '
-                "creates; use a hostPath volume pointing at a local directory instead",
-            )
+        msg = (
+            f'Not found: "{cm.get("name")}": the local backend has only the ConfigMaps the job itself '
+            "creates; use a hostPath volume pointing at a local directory instead"
         )
+        errs.append(FieldError(f"{vpath}.configMap.name", msg))
     elif not any(k in SUPPORTED_VOLUMES for k in kinds):
-        errs.append(
-            FieldError(
-                vpath,
-                f'Unsupported value: "{kinds[0] if kinds else ""}": the local backend supports '
-                "emptyDir (a per-replica directory), configMap (created by the job), hostPath "
-                "(used as is) and persistentVolumeClaim (a directory of the job, shared by its replicas) "
-                "volumes",
-            )
+        msg = (
+            f'Unsupported value: "{kinds[0] if kinds else ""}": the local backend supports emptyDir (a '
+            "per-replica directory), configMap (created by the job), hostPath (used as is) and "
+            "persistentVolumeClaim (a directory of the job, shared by its replicas) volumes"
         )
+        errs.append(FieldError(vpath, msg))
     pvc = v.get("persistentVolumeClaim")
     if isinstance(pvc, dict):  # the claim names its directory here (a label: no dots, no slashes)
         errs += validate_dns1123_label(pvc.get("claimName"), f"{vpath}.persistentVolumeClaim.claimName")

@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from trainop.api.constants import (
     ENV_TRAINOP_JOB_UID,
     ENV_TRAINOP_RESTART_BACKOFF_MAX,
     ENV_TRAINOP_SUPERVISOR_GIVE_UP,
+    LABEL_REPLICA_TYPE,
 )
 from trainop.api.defaults import apply_defaults
 from trainop.api.load import parse_job
@@ -107,19 +108,16 @@ def build_local_gang(row: JobRow, job: TrainingJob, status: JobStatus | None) ->
     return request if request.gpus > 0 else None
 
 
-def template_init_counter(job: TrainingJob) -> Any:
+def template_init_counter(job: TrainingJob) -> Callable[[dict[str, Any]], int]:
     """How many init containers the user's template of a pod's replica type has (the rest are the
     operator's), looked up by the pod's replica-type label."""
     counts = {
         rtype.lower(): len(spec.pod_spec.get("initContainers") or [])
         for rtype, spec in job.replica_specs.items()
     }
-
-    def count(pod: dict[str, Any]) -> int:
-        rtype = (pod.get("metadata", {}).get("labels") or {}).get("training.kubeflow.org/replica-type", "")
-        return counts.get(rtype, 0)
-
-    return count
+    return lambda pod: counts.get(
+        (pod.get("metadata", {}).get("labels") or {}).get(LABEL_REPLICA_TYPE, ""), 0
+    )
 
 
 class Supervisor:

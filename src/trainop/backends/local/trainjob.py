@@ -40,7 +40,7 @@ from trainop.api.constants import (
     REASON_FAILED_JOBS,
     REASON_REACHED_MAX_RESTARTS,
 )
-from trainop.api.errors import FieldError, InvalidJobError
+from trainop.api.errors import FieldError, InvalidJobError, required
 from trainop.api.trainer import TrainingRuntime, TrainJob
 from trainop.api.trainer_rules import load_trainer_object
 from trainop.backends.local.api import build_host_env
@@ -73,16 +73,10 @@ POLL = 0.05
 def shipped_runtime_dirs() -> list[Path]:
     """Where ``trainop run`` looks for (Cluster)TrainingRuntimes besides the manifest itself:
     ``$TRAINOP_RUNTIMES``, then the runtimes shipped in the source tree (manifests/runtimes)."""
-    dirs = []
-    extra = os.environ.get(ENV_TRAINOP_RUNTIMES)
-    if extra:
-        dirs.append(Path(extra))
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "manifests" / "runtimes"
-        if candidate.is_dir():
-            dirs.append(candidate)
-            break
+    dirs = [Path(extra)] if (extra := os.environ.get(ENV_TRAINOP_RUNTIMES)) else []
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "manifests" / "runtimes").is_dir():
+            return [*dirs, parent / "manifests" / "runtimes"]
     return dirs
 
 
@@ -101,23 +95,12 @@ def load_runtimes(dirs: Sequence[Path]) -> list[TrainingRuntime]:
 def split_trainer_documents(docs: Sequence[Any]) -> tuple[TrainJob, list[TrainingRuntime]]:
     """One TrainJob and any runtimes beside it in the same file (upstream's 05-multi-step example has
     both); raises InvalidJobError with what to change."""
-    jobs: list[TrainJob] = []
-    runtimes: list[TrainingRuntime] = []
-    for doc in docs:
-        model = load_trainer_object(doc)
-        if isinstance(model, TrainJob):
-            jobs.append(model)
-        else:
-            runtimes.append(model)
+    models = [load_trainer_object(doc) for doc in docs]
+    jobs = [m for m in models if isinstance(m, TrainJob)]
     if len(jobs) != 1:
-        raise InvalidJobError(
-            [
-                FieldError(
-                    "", f"the file holds {len(jobs)} TrainJobs; trainop run takes one (and any runtimes)"
-                )
-            ]
-        )
-    return jobs[0], runtimes
+        msg = f"the file holds {len(jobs)} TrainJobs; trainop run takes one (and any runtimes)"
+        raise InvalidJobError([FieldError("", msg)])
+    return jobs[0], [m for m in models if isinstance(m, TrainingRuntime)]
 
 
 def resolve_file(
@@ -135,16 +118,11 @@ def resolve_file(
             return resolve_trainjob(job, runtime, REGISTRY)
         ml = runtime.spec.ml_policy
         if ml is not None and ml.mpi is not None:
-            raise RuntimeResolutionError(
-                [
-                    FieldError(
-                        "spec.runtimeRef",
-                        f"the runtime {runtime.name!r} uses the MPI policy (sshd on every node), which "
-                        "trainop does not run on one machine yet: run it on a cluster, or use an MPIJob "
-                        "locally",
-                    )
-                ]
+            msg = (
+                f"the runtime {runtime.name!r} uses the MPI policy (sshd on every node), which trainop "
+                "does not run on one machine yet: run it on a cluster, or use an MPIJob locally"
             )
+            raise RuntimeResolutionError([FieldError("spec.runtimeRef", msg)])
         topology = LoopbackTrainJobTopology(ports={(NODE, 0, 0): probe_free_port()})
         return resolve_trainjob(job, runtime, REGISTRY, topology)
     except RuntimeResolutionError as exc:
@@ -229,15 +207,11 @@ class LocalTrainJobRun:
         procs = build_pod_processes(plan.pod, ctx, template_init_count=10**6)
         for spec in [*procs.init, *procs.main]:
             if not spec.argv:
-                raise InvalidJobError(
-                    [
-                        FieldError(
-                            f"pod {plan.name} container {spec.container}",
-                            "Required value: a command: the local backend runs commands, not images; set "
-                            "spec.trainer.command (or the runtime's command for this container)",
-                        )
-                    ]
+                msg = (
+                    "a command: the local backend runs commands, not images; set spec.trainer.command "
+                    "(or the runtime's command for this container)"
                 )
+                raise InvalidJobError([required(f"pod {plan.name} container {spec.container}", msg)])
         return _PodState(plan, list(procs.init), list(procs.main))
 
     # -- running -------------------------------------------------------------------------------------

@@ -98,8 +98,8 @@ class TrainJobRecord:
 
 def read_record(paths: StatePaths, namespace: str, name: str) -> dict[str, Any]:
     """The whole record: ``object`` (the TrainJob, its ``status`` as last written; Failed/RunnerGone
-    when its run is gone without a verdict), ``runnerPid``, ``processGroups``, ``pods``.
-    NotFoundError."""
+    when its run is gone without a verdict), ``runner``, ``sessions``, ``pods`` (LocalTrainJobRun's
+    snapshot). NotFoundError."""
     path = record_dir(paths, namespace, name) / OBJECT_FILE
     try:
         data: dict[str, Any] = json.loads(path.read_text())
@@ -108,16 +108,11 @@ def read_record(paths: StatePaths, namespace: str, name: str) -> dict[str, Any]:
     status = data["object"].setdefault("status", {})
     runner = data.get("runner")
     if not is_finished(status) and runner and not _alive(runner):
-        pid = runner["pid"]
-        set_condition(
-            status,
-            COND_FAILED,
-            "True",
-            REASON_RUNNER_GONE,
-            f"trainop run (pid {pid}) ended before the TrainJob finished; trainop delete stops what is "
-            "left of its pods",
-            datetime.now(UTC),
+        msg = (
+            f"trainop run (pid {runner['pid']}) ended before the TrainJob finished; trainop delete stops "
+            "what is left of its pods"
         )
+        set_condition(status, COND_FAILED, "True", REASON_RUNNER_GONE, msg, datetime.now(UTC))
     return data
 
 
