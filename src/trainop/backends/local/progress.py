@@ -21,11 +21,7 @@ import threading
 import time
 from typing import Any
 
-from trainop.api.constants import (
-    ENV_TRAINER_SERVER_TOKEN,
-    ENV_TRAINER_SERVER_URL,
-    HEADER_PROGRESS_REPLICA,
-)
+from trainop.api.constants import ENV_TRAINER_SERVER_TOKEN, ENV_TRAINER_SERVER_URL, HEADER_PROGRESS_REPLICA
 from trainop.backends.local.paths import FILE_MODE, StatePaths
 from trainop.backends.local.store import Store
 from trainop.core.progress import ProgressError, check_trainer_status

@@ -55,19 +55,9 @@ def install_packages(python: Path, packages: Sequence[str], index_url: str) -> N
         subprocess.run(
             [str(python), "-m", "ensurepip"], capture_output=True, env=env, check=True, timeout=PIP_TIMEOUT
         )
-    cmd = [
-        str(python),
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-warn-script-location",
-        "--index-url",
-        index_url,
-    ]
-    res = subprocess.run(
-        [*cmd, *map(str, packages)], capture_output=True, text=True, env=env, check=False, timeout=PIP_TIMEOUT
-    )
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--no-warn-script-location", "--index-url"]
+    argv = [*pip, index_url, *map(str, packages)]
+    res = subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=PIP_TIMEOUT)
     if res.returncode != 0:
         tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-8:])
         raise RuntimeError(

@@ -97,36 +97,20 @@ class PodProcesses:
 # $(VAR) expansion, exactly as the kubelet's forked golang expansion package does it.
 
 
+_VAR_REF = re.compile(r"\$(?:\$|\(([^)]*)\))")  # $$, or $(NAME) up to the first ")"
+
+
 def expand_vars(text: str, lookup: Callable[[str], str | None]) -> str:
-    """``$(NAME)`` → its value (kept verbatim when unknown), ``$$`` → ``$``, anything else untouched."""
-    out: list[str] = []
-    checkpoint = 0
-    cursor = 0
-    n = len(text)
-    while cursor < n:
-        if text[cursor] == "$" and cursor + 1 < n:
-            out.append(text[checkpoint:cursor])
-            nxt = text[cursor + 1]
-            if nxt == "$":
-                out.append("$")
-                advance = 1
-            elif nxt == "(":
-                close = text.find(")", cursor + 2)
-                if close == -1:
-                    out.append("$(")  # incomplete reference: kept
-                    advance = 1
-                else:
-                    name = text[cursor + 2 : close]
-                    value = lookup(name)
-                    out.append(value if value is not None else f"$({name})")
-                    advance = close - cursor
-            else:
-                out.append("$" + nxt)
-                advance = 1
-            cursor += advance
-            checkpoint = cursor + 1
-        cursor += 1
-    return "".join(out) + text[checkpoint:]
+    """``$(NAME)`` → its value (kept verbatim when unknown), ``$$`` → ``$``, anything else untouched
+    (an unterminated ``$(`` too)."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return "$"
+        value = lookup(m.group(1))
+        return value if value is not None else m.group(0)
+
+    return _VAR_REF.sub(one, text)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -139,7 +123,7 @@ def parse_quantity(value: object) -> Decimal | None:
         return None
     try:
         q = compute_quantity(str(value))
-    except ValueError:
+    except (ValueError, ArithmeticError):  # (decimal.InvalidOperation: "1.2.3Mi")
         return None
     return q if q.is_finite() else None
 
@@ -386,10 +370,7 @@ def build_configmap_files(
         if detect_volume_path_errors(rel):
             continue  # never written outside the volume (refused at submit, see detect_pod_errors)
         mode = item.get("mode")
-        out[rel] = (
-            data[item["key"]],
-            int(mode) if isinstance(mode, int) else mode0,
-        )
+        out[rel] = (data[item["key"]], int(mode) if isinstance(mode, int) else mode0)
     return out
 
 

@@ -721,16 +721,9 @@ class PodRunner:
 
     # ---- timers and observation ----
     def next_wakeup(self) -> float | None:
-        times = [
-            t
-            for pod in self.pods.values()
-            for t in (
-                pod.kill_at if pod.deletion_ts is not None else None,
-                *(c.next_start for c in pod.all_runs()),
-            )
-            if t is not None
-        ]
-        return min(times) if times else None
+        times = [pod.kill_at if pod.deletion_ts is not None else None for pod in self.pods.values()]
+        times += [c.next_start for pod in self.pods.values() for c in pod.all_runs()]
+        return min((t for t in times if t is not None), default=None)
 
     def has_live_processes(self) -> bool:
         return bool(self.by_pid)

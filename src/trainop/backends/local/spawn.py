@@ -28,20 +28,10 @@ def spawn_supervisor_process(paths: StatePaths, uid: str, env: Mapping[str, str]
     child (``sh -c '… &'`` exits at once), so it outlives this process and never lingers as our zombie."""
     from trainop.backends.local import supervisor
 
+    argv = [sys.executable, "-m", supervisor.__name__, "--home", str(paths.home), uid]
     with open_log(log_path) as out:
         subprocess.run(
-            [
-                "/bin/sh",
-                "-c",
-                'exec "$@" </dev/null &',
-                "sh",
-                sys.executable,
-                "-m",
-                supervisor.__name__,
-                "--home",
-                str(paths.home),
-                uid,
-            ],
+            ["/bin/sh", "-c", 'exec "$@" </dev/null &', "sh", *argv],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=dict(env),

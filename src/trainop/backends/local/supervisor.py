@@ -386,12 +386,8 @@ class Supervisor:
 
     def _wait(self, wake_fd: int, now: float) -> None:
         runner = self._runner
-        deadlines = [
-            t
-            for t in (runner.next_wakeup() if runner else None, self.requeue_at, self.retry_at)
-            if t is not None
-        ]
-        timeout = min([POLL_SECONDS, *(max(0.0, t - now) for t in deadlines)])
+        deadlines = (runner.next_wakeup() if runner else None, self.requeue_at, self.retry_at)
+        timeout = min([POLL_SECONDS, *(max(0.0, t - now) for t in deadlines if t is not None)])
         if runner is not None and runner.changed and self.retry_at is None:
             timeout = 0.0
         with contextlib.suppress(InterruptedError):

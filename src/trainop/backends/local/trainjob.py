@@ -159,7 +159,7 @@ class LocalTrainJobRun:
         base_dir: Path,
         out: IO[str],
         *,
-        record: TrainJobRecord | None = None,
+        record: TrainJobRecord,
     ) -> None:
         self.resolved = resolved
         self.base_dir = base_dir
@@ -221,8 +221,7 @@ class LocalTrainJobRun:
         try:
             for plan in self.resolved.pods():
                 self.pods[plan.name] = self._prepare(plan)
-            if self.record is not None:
-                self.record.create(self._snapshot(None))
+            self.record.create(self._snapshot(None))
             self._say(
                 f"trainjob.trainer.kubeflow.org/{job.name} created (runtime {self.resolved.runtime.name})"
             )
@@ -301,8 +300,6 @@ class LocalTrainJobRun:
 
     def _save(self, verdict: str | None) -> None:
         """Rewrite the record when what it says changed (once per change, not once per poll)."""
-        if self.record is None:
-            return
         snap = self._snapshot(verdict)
         key = {k: v for k, v in snap.items() if k != "object"} | {"status": snap["object"]["status"]}
         for cond in key["status"]["conditions"]:
@@ -355,20 +352,18 @@ class LocalTrainJobRun:
             start_new_session=True,
         )
         prefix = f"[{pod}]" if spec.container in (NODE, "") else f"[{pod}/{spec.container}]"
-        log = self.record.log_path(pod, spec.container or NODE) if self.record is not None else None
+        log = self.record.log_path(pod, spec.container or NODE)
         reader = threading.Thread(target=self._pump, args=(popen, prefix, log), daemon=True)
         reader.start()
         return _Proc(pod, spec, popen, reader, start_ticks(popen.pid))
 
-    def _pump(self, popen: subprocess.Popen[bytes], prefix: str, log: Path | None) -> None:
+    def _pump(self, popen: subprocess.Popen[bytes], prefix: str, log: Path) -> None:
         assert popen.stdout is not None
-        with contextlib.ExitStack() as stack:
-            sink = stack.enter_context(open(log, "ab")) if log is not None else None
+        with open(log, "ab") as sink:
             for raw in iter(popen.stdout.readline, b""):
-                if sink is not None:
-                    with contextlib.suppress(OSError):  # deleted under us: the terminal still gets it
-                        sink.write(raw if raw.endswith(b"\n") else raw + b"\n")
-                        sink.flush()
+                with contextlib.suppress(OSError):  # deleted under us: the terminal still gets it
+                    sink.write(raw if raw.endswith(b"\n") else raw + b"\n")
+                    sink.flush()
                 self._say(f"{prefix} {raw.decode(errors='replace').rstrip()}")
 
     def _advance(self) -> None:
