@@ -70,17 +70,18 @@ def is_alive(pid: int, ticks: int | None, boot: str | None = None) -> bool:
 
 
 def iter_stats() -> Iterator[ProcStat]:
+    """Every live process (zombies are not)."""
     for entry in os.scandir(PROC):
         if entry.name.isdigit():
             st = read_stat(int(entry.name))
-            if st is not None:
+            if st is not None and st.state not in ("Z", "X"):
                 yield st
 
 
 def session_members(sid: int) -> list[int]:
     """Live processes in session ``sid`` or process group ``sid`` (a replica and everything it forked,
     including children that moved to their own process group)."""
-    return [st.pid for st in iter_stats() if (st.sid == sid or st.pgid == sid) and st.state not in ("Z", "X")]
+    return [st.pid for st in iter_stats() if sid in (st.sid, st.pgid)]
 
 
 def signal_session(sid: int, leader_ticks: int | None, sig: int) -> int:
@@ -94,7 +95,7 @@ def signal_session(sid: int, leader_ticks: int | None, sig: int) -> int:
     leader = read_stat(sid)
     if leader is not None and leader_ticks is not None and leader.start_ticks != leader_ticks:
         return 0
-    members = [st for st in iter_stats() if (st.sid == sid or st.pgid == sid) and st.state not in ("Z", "X")]
+    members = [st for st in iter_stats() if sid in (st.sid, st.pgid)]
     count = 0
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(sid, sig)
@@ -164,7 +165,7 @@ def find_marked(name: str, value: str) -> list[ProcStat]:
     me = os.getpid()
     out = []
     for st in iter_stats():
-        if st.pid == me or st.state in ("Z", "X"):
+        if st.pid == me:
             continue
         try:
             env = (PROC / str(st.pid) / "environ").read_bytes()
@@ -194,8 +195,7 @@ def descendants(root: int) -> list[int]:
     """Every live process whose parent chain reaches ``root``."""
     children: dict[int, list[int]] = {}
     for st in iter_stats():
-        if st.state not in ("Z", "X"):
-            children.setdefault(st.ppid, []).append(st.pid)
+        children.setdefault(st.ppid, []).append(st.pid)
     out: list[int] = []
     stack = [root]
     while stack:

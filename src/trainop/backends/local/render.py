@@ -208,12 +208,8 @@ def local_noop_helpers() -> dict[str, str]:
     """Helper containers the operator injects that have no job to do on one machine (name → why),
     as the plugins declare them. They are marked completed without running, and only when they are
     not part of the user's template."""
-    out: dict[str, str] = {}
-    for plugin in REGISTRY.plugins():
-        helpers = capabilities(plugin).noop_helpers
-        if helpers is not None:
-            out.update(helpers.local_noop_helpers)
-    return out
+    declared = [capabilities(plugin).noop_helpers for plugin in REGISTRY.plugins()]
+    return {name: why for d in declared if d is not None for name, why in d.local_noop_helpers.items()}
 
 
 def build_loopback_env(kind: str, env: Mapping[str, str]) -> dict[str, str]:
@@ -263,8 +259,7 @@ def build_container_env(
         if not isinstance(entry, dict) or not entry.get("name"):
             continue
         name = str(entry["name"])
-        if "valueFrom" in entry and isinstance(entry["valueFrom"], dict):
-            vf = entry["valueFrom"]
+        if isinstance(vf := entry.get("valueFrom"), dict):
             value: str | None = None
             if isinstance(vf.get("fieldRef"), dict):
                 value = _field_ref(str(vf["fieldRef"].get("fieldPath", "")), pod, ctx)
@@ -513,13 +508,9 @@ def build_pod_processes(pod: Mapping[str, Any], ctx: LocalContext, template_init
         build_process(c, pod, ctx, init=False) for c in spec.get("containers") or [] if isinstance(c, dict)
     ]
     grace = spec.get("terminationGracePeriodSeconds")
-    return PodProcesses(
-        init=tuple(inits),
-        main=tuple(mains),
-        grace_seconds=float(grace)
-        if isinstance(grace, int | float) and not isinstance(grace, bool)
-        else DEFAULT_GRACE_SECONDS,
-    )
+    if not isinstance(grace, int | float) or isinstance(grace, bool):
+        grace = DEFAULT_GRACE_SECONDS
+    return PodProcesses(init=tuple(inits), main=tuple(mains), grace_seconds=float(grace))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 from trainop.api.constants import ENV_TRAINOP_JOB_UID
@@ -563,16 +564,11 @@ class PodRunner:
         c.attempt = attempt
         c.started_at = now
         if c.spec.noop is not None:
+            why = f"not run on the local backend: {c.spec.noop}"
             with contextlib.suppress(OSError), open_log(log_path) as noop_log:  # owner-only, like every log
-                noop_log.write(
-                    f"[trainop] {c.spec.container}: not run on the local backend: {c.spec.noop}\n".encode()
-                )
-            c.terminated = _termination(
-                0, "Completed", now, now, message=f"not run on the local backend: {c.spec.noop}"
-            )
-            self._save(
-                partial(self.store.add_process, self._row(pod, c, None, None, now, str(log_path), finished=0))
-            )
+                noop_log.write(f"[trainop] {c.spec.container}: {why}\n".encode())
+            c.terminated = _termination(0, "Completed", now, now, message=why)
+            self._record(pod, c, now, log_path, finished=0)
             return
         try:
             # Before the process: what the runtime needs for a container is a condition of starting it
@@ -582,7 +578,7 @@ class PodRunner:
             log = open_log(log_path)
         except OSError as exc:
             self._start_failed(
-                pod, c, now, str(log_path), f"failed to start container {c.spec.container!r}: {exc}"
+                pod, c, now, log_path, f"failed to start container {c.spec.container!r}: {exc}"
             )
             return
         with log:
@@ -592,12 +588,12 @@ class PodRunner:
                 msg = _start_error_message(c.spec, exc)
                 with contextlib.suppress(OSError):
                     log.write(f"[trainop] {msg}\n".encode())
-                self._start_failed(pod, c, now, str(log_path), msg)
+                self._start_failed(pod, c, now, log_path, msg)
                 return
         c.proc, c.pid, c.running = proc, proc.pid, True
         c.ticks = self.host.start_ticks(proc.pid)
         self.by_pid[proc.pid] = (pod, c)
-        self._save(partial(self.store.add_process, self._row(pod, c, proc.pid, c.ticks, now, str(log_path))))
+        self._record(pod, c, now, log_path)
 
     def _spawn(self, spec: ProcessSpec, log: BinaryIO) -> ProcessHandle:
         """Start one container's process, which can never outlive the supervisor unnoticed: from fork
@@ -614,17 +610,12 @@ class PodRunner:
         """
         return self.host.spawn(spec.argv, spec.cwd, {**spec.env, ENV_TRAINOP_JOB_UID: self.job.uid}, log)
 
-    def _start_failed(self, pod: PodRun, c: ContainerRun, now: float, log_path: str, msg: str) -> None:
+    def _start_failed(self, pod: PodRun, c: ContainerRun, now: float, log_path: Path, msg: str) -> None:
         """A container that could not start: terminated with containerd's StartError (128) and the
         kubelet's Warning event; its restart policy then applies as to any exit."""
         self.events.append(("Warning", "Failed", f"Error: {msg}"))
         self._terminated(pod, c, _termination(EXIT_START_ERROR, "StartError", now, now, message=msg), 0.0)
-        self._save(
-            partial(
-                self.store.add_process,
-                self._row(pod, c, None, None, now, log_path, finished=EXIT_START_ERROR),
-            )
-        )
+        self._record(pod, c, now, log_path, finished=EXIT_START_ERROR)
 
     def _exec_container(self, pod: PodRun) -> str:
         """The container ``kubectl exec`` would pick: MPI's mainContainer if the pod has it, else
@@ -642,31 +633,28 @@ class PodRunner:
         os.chmod(tmp, 0o700)
         os.replace(tmp, path)
 
-    def _row(
-        self,
-        pod: PodRun,
-        c: ContainerRun,
-        pid: int | None,
-        ticks: int | None,
-        now: float,
-        log: str,
-        finished: int | None = None,
-    ) -> ProcessRow:
-        return ProcessRow(
+    def _record(
+        self, pod: PodRun, c: ContainerRun, now: float, log: Path, finished: int | None = None
+    ) -> None:
+        """Record the attempt ``c`` just started (``_save``); ``finished``: the code it ended with at once
+        (a no-op helper, or a failed start)."""
+        running = finished is None
+        row = ProcessRow(
             job_uid=self.job.uid,
             pod=pod.name,
             container=c.spec.container,
             attempt=c.attempt,
             pod_uid=str(pod.obj["metadata"].get("uid", "")),
             init=c.spec.init,
-            pid=pid,
-            ticks=ticks,
+            pid=c.pid if running else None,
+            ticks=c.ticks if running else None,
             boot=procs.boot_id(),
             started_at=now,
-            finished_at=now if finished is not None else None,
+            finished_at=None if running else now,
             exit_code=finished,
-            log_path=log,
+            log_path=str(log),
         )
+        self._save(partial(self.store.add_process, row))
 
     def _progress_deletion(self, pod: PodRun, now: float) -> None:
         live = pod.live()

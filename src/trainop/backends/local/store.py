@@ -525,14 +525,10 @@ class Store:
             out: dict[str, list[str]] = {}
             for container, n in wants:
                 out[container], free = free[:n], free[n:]
-                for g in out[container]:
-                    if g in reserved:
-                        c.execute("UPDATE gpus SET pod = ?, container = ? WHERE gpu = ?", (pod, container, g))
-                    else:
-                        c.execute(
-                            "INSERT INTO gpus (gpu, job_uid, pod, container) VALUES (?, ?, ?, ?)",
-                            (g, uid, pod, container),
-                        )
+                c.executemany(  # (a GPU reserved for the job's gang: its row, handed to the pod)
+                    "INSERT OR REPLACE INTO gpus (gpu, job_uid, pod, container) VALUES (?, ?, ?, ?)",
+                    [(g, uid, pod, container) for g in out[container]],
+                )
         return out
 
     def release_gpus(self, uid: str, pod: str) -> None:

@@ -131,7 +131,6 @@ def resolve_file(
 
 @dataclass
 class _Proc:
-    pod: str
     spec: ProcessSpec
     popen: subprocess.Popen[bytes]
     reader: threading.Thread
@@ -143,7 +142,6 @@ class _PodState:
     plan: PodPlan
     inits: list[ProcessSpec]
     mains: list[ProcessSpec]
-    started: bool = False
     phase: str = "Pending"  # Pending, Running, Succeeded, Failed
     running: list[_Proc] = field(default_factory=list)
     exit_code: int | None = None
@@ -317,18 +315,15 @@ class LocalTrainJobRun:
         return [p for p in self.pods.values() if p.plan.step == step]
 
     def _dep_met(self, step: str, status: str) -> bool:
-        pods = self._step_pods(step)
-        if status == "Complete":
-            return all(p.phase == "Succeeded" for p in pods)
-        return all(p.phase in ("Running", "Succeeded") for p in pods)  # Ready: no probes locally
+        met = ("Succeeded",) if status == "Complete" else ("Running", "Succeeded")  # Ready: no probes here
+        return all(p.phase in met for p in self._step_pods(step))
 
     def _start_ready_steps(self) -> None:
         for step in self.resolved.steps:
             if not all(self._dep_met(d, s) for d, s in step.depends_on):
                 continue
             for pod in self._step_pods(step.name):
-                if not pod.started:
-                    pod.started = True
+                if pod.phase == "Pending":  # (not started yet)
                     pod.phase = "Running"
                     self._launch_next(pod)
 
@@ -355,7 +350,7 @@ class LocalTrainJobRun:
         log = self.record.log_path(pod, spec.container or NODE)
         reader = threading.Thread(target=self._pump, args=(popen, prefix, log), daemon=True)
         reader.start()
-        return _Proc(pod, spec, popen, reader, start_ticks(popen.pid))
+        return _Proc(spec, popen, reader, start_ticks(popen.pid))
 
     def _pump(self, popen: subprocess.Popen[bytes], prefix: str, log: Path) -> None:
         assert popen.stdout is not None
@@ -385,9 +380,8 @@ class LocalTrainJobRun:
                     pod.phase, pod.exit_code, pod.running = "Succeeded", 0, []
 
     def _verdict(self) -> str | None:
-        failed = [p for p in self.pods.values() if p.phase == "Failed"]
-        if failed:
-            first = failed[0]
+        first = next((p for p in self.pods.values() if p.phase == "Failed"), None)
+        if first is not None:
             self.reason = (
                 f"pod {first.plan.name} failed: container {first.failed_container} exited with code "
                 f"{first.exit_code}"
