@@ -466,9 +466,7 @@ class KubernetesBackend(PollingWait):
     ) -> list[TrainingJob]:
         kinds = [kind] if kind else list(KIND_INFO)
         objs = self._run(self._list_kinds(namespace, kinds), timeout=timeout)
-        jobs = [parse_job(o) for o in objs]
-        jobs.sort(key=lambda j: (j.namespace, j.name))
-        return jobs
+        return sorted((parse_job(o) for o in objs), key=lambda j: (j.namespace, j.name))
 
     def known_names(self, namespace: str) -> list[str]:
         return [j.name for j in self.list_jobs(namespace)]

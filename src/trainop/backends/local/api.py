@@ -167,12 +167,12 @@ class LocalBackend(PollingWait):
         from trainop.api.validation import validate_job
 
         job = parse_job(dict(manifest))
-        errors = validate_job(job)
-        if not errors:
-            # In depth: the namespace becomes a directory here, whatever the API validation checked.
-            errors = validate_dns1123_label(job.namespace, "metadata.namespace")
-        if not errors:
-            errors = self.detect_local_errors(job)
+        # In depth: the namespace becomes a directory here, whatever the API validation checked.
+        errors = (
+            validate_job(job)
+            or validate_dns1123_label(job.namespace, "metadata.namespace")
+            or self.detect_local_errors(job)
+        )
         if errors:
             raise InvalidJobError(errors, kind=job.kind, name=job.name)
         return job
@@ -771,11 +771,8 @@ class LocalBackend(PollingWait):
         if not containers:
             return
         if replica is not None:
-            labels = {pod: replica_label(row.name, pod) for pod in containers}
-            chosen = {pod: names for pod, names in containers.items() if replica in (pod, labels[pod])}
-            if not chosen:
-                raise ReplicaNotFoundError("replica", replica, row.name, sorted(labels.values()))
-            containers = chosen
+            check_replica(row.name, replica, sorted(containers))
+            containers = {p: c for p, c in containers.items() if replica in (p, replica_label(row.name, p))}
         known = sorted(set().union(*containers.values()))
         if container is not None and container not in known:
             raise ReplicaNotFoundError("container", container, row.name, known)
@@ -911,11 +908,12 @@ def _preview_ports(job: TrainingJob) -> dict[tuple[str, int], int]:
     """Free ports for a dry run (a real submit registers its own; these only show the shape)."""
     from trainop.api.defaults import apply_defaults
 
-    ports: dict[tuple[str, int], int] = {}
-    for rtype, spec in apply_defaults(job).replica_specs.items():
-        for i in range(max(spec.replicas or 0, 0)):
-            ports[(rtype, i)] = probe_free_port()
-    return ports
+    specs = apply_defaults(job).replica_specs
+    return {
+        (rtype, i): probe_free_port()
+        for rtype, spec in specs.items()
+        for i in range(max(spec.replicas or 0, 0))
+    }
 
 
 READ_CHUNK = 1 << 20  # bytes a follower reads from a log file at a time
@@ -967,14 +965,12 @@ class LogFollower:
     def _latest(
         self, by_key: dict[tuple[str, str], list[ProcessRow]] | None = None
     ) -> dict[tuple[str, str], ProcessRow]:
-        out: dict[tuple[str, str], ProcessRow] = {}
-        for key, rows in (self._by_key() if by_key is None else by_key).items():
-            if self.previous:
-                if len(rows) >= 2:
-                    out[key] = rows[-2]
-            else:
-                out[key] = rows[-1]
-        return out
+        back = 2 if self.previous else 1  # the newest attempt, or the one before
+        return {
+            k: rows[-back]
+            for k, rows in (self._by_key() if by_key is None else by_key).items()
+            if len(rows) >= back
+        }
 
     def read_all(self) -> Iterator[LogLine]:
         latest = self._latest()
@@ -1051,12 +1047,8 @@ class LogFollower:
                 if row is None:
                     return
                 job = _parse_row(self.backend.check_supervisor(row))
-                unfinished = [
-                    p
-                    for p in self.backend.store.list_processes(row.uid, unfinished=True)
-                    if self._selected(p)
-                ]
-                if is_finished(job) and not unfinished:
+                running = self.backend.store.list_processes(row.uid, unfinished=True)
+                if is_finished(job) and not any(self._selected(p) for p in running):
                     yield from self.poll()
                     return
                 if stop is not None and stop():
