@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,7 @@ _IMMUTABLE = {"rule": "self == oldSelf", "message": "field is immutable"}
 # Schema extras of upstream's CRDs (kubeflow/trainer@v2.3.0 trainjob_types.go and
 # trainingruntime_types.go markers): defaults the API server persists, bounds and CEL rules.
 _TRAINER_EXTRAS: dict[str, dict[str, Any]] = {
-    "spec.runtimeRef": {"x-kubernetes-validations": [_IMMUTABLE]},
+    "spec.runtimeRef": {"required": ["name"], "x-kubernetes-validations": [_IMMUTABLE]},
     "spec.runtimeRef.name": {"minLength": 1, "maxLength": 253},
     "spec.runtimeRef.apiGroup": {"default": TRAINER_GROUP, "maxLength": 253},
     "spec.runtimeRef.kind": {"default": KIND_CLUSTER_TRAINING_RUNTIME, "maxLength": 253},
@@ -210,10 +211,6 @@ _TRAINER_EXTRAS: dict[str, dict[str, Any]] = {
     "spec.template.spec.replicatedJobs[].groupName": {"default": "default"},
     "spec.template.spec.replicatedJobs[].replicas": {"default": 1},
 }
-_TRAINER_REQUIRED = {
-    "spec": ["runtimeRef"],
-    "spec.runtimeRef": ["name"],
-}
 
 
 def _trainer_extras(schema: dict[str, Any], kind: str) -> None:
@@ -226,11 +223,7 @@ def _trainer_extras(schema: dict[str, Any], kind: str) -> None:
         if node is not None:
             node.update(copy.deepcopy(extra))
     if kind == KIND_TRAINJOB:
-        for path, required in _TRAINER_REQUIRED.items():
-            node = schema
-            for part in path.split("."):
-                node = node["properties"][part]
-            node["required"] = required
+        schema["properties"]["spec"]["required"] = ["runtimeRef"]
 
 
 def build_trainer_crd(kind: str) -> dict[str, Any]:
@@ -346,18 +339,12 @@ class _Converter:
             return self._convert_object(node, path)
         if kind == "array":
             return {"type": "array", "items": self.convert(node.get("items", {}), path + "[]")}
-        if kind == "integer":
-            out: dict[str, Any] = {"type": "integer"}
-            if "format" in node:
-                out["format"] = node["format"]
+        if kind in ("integer", "string", "boolean", "number"):
+            out: dict[str, Any] = {"type": kind}
+            fmt = node.get("format")  # int32/int64, date-time; a string's other formats are not Kubernetes'
+            if fmt is not None and (kind == "integer" or fmt == "date-time"):
+                out["format"] = fmt
             return out
-        if kind == "string":
-            out = {"type": "string"}
-            if node.get("format") == "date-time":
-                out["format"] = "date-time"
-            return out
-        if kind in ("boolean", "number"):
-            return {"type": kind}
         if not node:
             return dict(_OPAQUE)  # Any: kept as written
         raise ValueError(f"{path}: no structural schema for {node!r}")
@@ -385,17 +372,9 @@ def _description(path: str) -> str | None:
     parts = path.split(".")
     for pattern, text in _DESCRIPTIONS.items():
         pp = pattern.split(".")
-        if len(pp) == len(parts) and all(_match(p, q) for p, q in zip(pp, parts, strict=True)):
+        if len(pp) == len(parts) and all(map(fnmatchcase, parts, pp)):
             return text
     return None
-
-
-def _match(pattern: str, part: str) -> bool:
-    if pattern == "*":
-        return True
-    if pattern.startswith("*"):
-        return part.endswith(pattern[1:])
-    return pattern == part
 
 
 def write_crds(outdir: str | Path) -> list[Path]:

@@ -61,12 +61,8 @@ class ExitCodeMatch:
     container: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.container is not None:
-            out["containerName"] = self.container
-        out["operator"] = self.operator
-        out["values"] = list(self.values)
-        return out
+        out = {"containerName": self.container, "operator": self.operator, "values": list(self.values)}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +77,14 @@ class FailureRule:
     name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.name is not None:
-            out["name"] = self.name
-        out["action"] = self.action
-        if self.on_exit_codes is not None:
-            out["onExitCodes"] = self.on_exit_codes.to_dict()
-        if self.on_reasons:
-            out["onReasons"] = list(self.on_reasons)
-        if self.on_replica_types:
-            out["onReplicaTypes"] = list(self.on_replica_types)
-        return out
+        out = {
+            "name": self.name,
+            "action": self.action,
+            "onExitCodes": self.on_exit_codes.to_dict() if self.on_exit_codes is not None else None,
+            "onReasons": list(self.on_reasons) or None,
+            "onReplicaTypes": list(self.on_replica_types) or None,
+        }
+        return {k: v for k, v in out.items() if v is not None}
 
 
 # With max-restarts (or a restart strategy) and no rules, every failure restarts the job, as JobSet's
@@ -179,11 +172,6 @@ def parse_failure_policy(
 def build_failure_policy(job: TrainingJob) -> tuple[FailurePolicy | None, list[FieldError]]:
     """``parse_failure_policy`` over a job's annotations and replica types."""
     return parse_failure_policy(job.metadata.annotations, job.replica_specs.keys())
-
-
-def validate_failure_policy(job: TrainingJob) -> list[FieldError]:
-    """Admission check of the failure-policy annotations (api/validation.py calls it)."""
-    return build_failure_policy(job)[1]
 
 
 def _parse_int(annotations: Mapping[str, str], key: str, floor: int, errs: list[FieldError]) -> int | None:

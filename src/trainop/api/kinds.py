@@ -146,17 +146,13 @@ class PyTorchJobSpec(JobSpec):
     def upstream_errors(self, job: TrainingJob, old: TrainingJob | None) -> list[FieldError]:
         """Unlike upstream (§9.2) the managedBy update check sees the old job."""
         errs = webhook_prelude(job, old)
-        if self.elastic_policy is not None:
-            if "Worker" not in (self.pytorch_replica_specs or {}):
-                errs.append(
-                    required(
-                        "spec.pytorchReplicaSpecs[Worker]", "must be configured if elastic policy is used"
-                    )
-                )
-            if self.elastic_policy.n_proc_per_node is not None and self.nproc_per_node is not None:
-                errs.append(
-                    forbidden("spec.elasticPolicy.nProcPerNode", "must not be used with spec.nprocPerNode")
-                )
+        elastic = self.elastic_policy
+        if elastic is not None and "Worker" not in (self.pytorch_replica_specs or {}):
+            message = "must be configured if elastic policy is used"
+            errs.append(required("spec.pytorchReplicaSpecs[Worker]", message))
+        if elastic is not None and elastic.n_proc_per_node is not None and self.nproc_per_node is not None:
+            message = "must not be used with spec.nprocPerNode"
+            errs.append(forbidden("spec.elasticPolicy.nProcPerNode", message))
         info = KIND_INFO[job.kind]
         errs += replica_specs_common(job, info, info.replica_types)
         for rtype, rs in job.replica_specs.items():
@@ -172,16 +168,14 @@ class PyTorchJobSpec(JobSpec):
         errs: list[FieldError] = []
         value = self.nproc_per_node
         if value is not None and value not in _NPROC_WORDS and not (value.isdigit() and int(value) >= 1):
-            errs.append(
-                invalid("spec.nprocPerNode", value, 'must be "auto", "cpu", "gpu" or a positive integer')
-            )
+            message = 'must be "auto", "cpu", "gpu" or a positive integer'
+            errs.append(invalid("spec.nprocPerNode", value, message))
         errs += _elastic_errors(self.elastic_policy)
         if self.elastic_policy is not None:
             port = self.elastic_policy.rdzv_port
             if port is not None and not 1 <= port <= 65535:
-                errs.append(
-                    invalid("spec.elasticPolicy.rdzvPort", port, "must be between 1 and 65535, inclusive")
-                )
+                message = "must be between 1 and 65535, inclusive"
+                errs.append(invalid("spec.elasticPolicy.rdzvPort", port, message))
             errs += at_least("spec.elasticPolicy.nProcPerNode", self.elastic_policy.n_proc_per_node, 1)
         return errs
 

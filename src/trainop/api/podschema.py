@@ -94,13 +94,8 @@ def _check_list(value: Any, item_type: str, path: str, errs: list[FieldError]) -
 
 def _check_map(value: Any, item_type: str, path: str, errs: list[FieldError]) -> None:
     if not isinstance(value, dict):
-        errs.append(
-            FieldError(
-                path,
-                f"Invalid value: {_shown(value)}: must be an object (a map of strings to "
-                f"{_plural(item_type)})",
-            )
-        )
+        what = f"an object (a map of strings to {_plural(item_type)})"
+        errs.append(FieldError(path, f"Invalid value: {_shown(value)}: must be {what}"))
         return
     for key, item in value.items():
         child = f"{path}[{key}]"

@@ -53,10 +53,6 @@ def key_path(info: KindInfo, rtype: str) -> str:
     return f"{map_path(info)}[{rtype}]"  # §2.1: map keys render as [Key]
 
 
-def containers_path(info: KindInfo, rtype: str) -> str:
-    return f"{key_path(info, rtype)}.template.spec.containers"
-
-
 def template_shape_ok(rs: ReplicaSpec) -> bool:
     """True when template.spec.containers is a list of mappings (or absent), so rules can read it."""
     spec = rs.template.get("spec")
@@ -117,7 +113,7 @@ def replica_specs_common(
         return [required(map_path(info), "must be required")]
     errs: list[FieldError] = []
     for rtype, rs in specs.items():
-        cpath = containers_path(info, rtype)
+        cpath = f"{key_path(info, rtype)}.template.spec.containers"
         if valid_types is not None and rtype not in valid_types:
             errs.append(not_supported(key_path(info, rtype), rtype, valid_types))
         if not template_shape_ok(rs):

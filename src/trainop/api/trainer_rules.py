@@ -368,43 +368,31 @@ def _ml_policy_errors(policy: MLPolicy) -> list[FieldError]:
         errs.append(_cel("spec.mlPolicy", "object", "Only one of the policy can be configured"))
     mpi = policy.mpi
     if mpi is not None:
-        if mpi.num_proc_per_node is not None and mpi.num_proc_per_node < 1:
-            errs.append(
-                _cel(
-                    "spec.mlPolicy.mpi.numProcPerNode", "integer", "NumProcPerNode in mpiPolicy must be >= 1"
-                )
-            )
+        errs += _nproc_errors("mpi", mpi.num_proc_per_node)
         if mpi.mpi_implementation is not None and mpi.mpi_implementation not in MPI_IMPLEMENTATIONS:
-            errs.append(
-                not_supported(
-                    "spec.mlPolicy.mpi.mpiImplementation", mpi.mpi_implementation, MPI_IMPLEMENTATIONS
-                )
-            )
+            path = "spec.mlPolicy.mpi.mpiImplementation"
+            errs.append(not_supported(path, mpi.mpi_implementation, MPI_IMPLEMENTATIONS))
         if mpi.ssh_auth_mount_path is not None:
             errs += _too_long("spec.mlPolicy.mpi.sshAuthMountPath", mpi.ssh_auth_mount_path, 4096)
-    if (
-        policy.flux is not None
-        and policy.flux.num_proc_per_node is not None
-        and policy.flux.num_proc_per_node < 1
-    ):
-        errs.append(
-            _cel("spec.mlPolicy.flux.numProcPerNode", "integer", "NumProcPerNode in fluxPolicy must be >= 1")
-        )
+    if policy.flux is not None:
+        errs += _nproc_errors("flux", policy.flux.num_proc_per_node)
     torch = policy.torch
-    if torch is not None and torch.env_injection is not None:
-        for i, target in enumerate(torch.env_injection.targets or []):
+    message = (
+        "containerNames must not include the main node container because PET_* envs are always injected "
+        "into it"
+    )
+    for i, target in enumerate(torch.env_injection.targets or []) if torch and torch.env_injection else ():
+        if NODE in (target.container_names or []):
             path = f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames"
-            if NODE in (target.container_names or []):
-                errs.append(
-                    _cel(
-                        path,
-                        "list",
-                        "containerNames must not include the main node container because PET_* envs are "
-                        "always "
-                        "injected into it",
-                    )
-                )
+            errs.append(_cel(path, "list", message))
     return errs
+
+
+def _nproc_errors(source: str, value: int | None) -> list[FieldError]:
+    if value is None or value >= 1:
+        return []
+    message = f"NumProcPerNode in {source}Policy must be >= 1"
+    return [_cel(f"spec.mlPolicy.{source}.numProcPerNode", "integer", message)]
 
 
 def load_trainer_object(obj: dict[str, Any]) -> TrainJob | TrainingRuntime:

@@ -22,7 +22,7 @@ from trainop.api.constants import (
     RESTART_POLICIES,
 )
 from trainop.api.errors import FieldError, InvalidJobError, invalid, not_supported
-from trainop.api.failure_policy import validate_failure_policy
+from trainop.api.failure_policy import build_failure_policy
 from trainop.api.kinds import KIND_INFO
 from trainop.api.load import parse_job
 from trainop.api.names import DNS1123_SUBDOMAIN_MAX, DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_RE
@@ -57,7 +57,7 @@ def validate_trainop(job: TrainingJob, old: TrainingJob | None = None) -> list[F
     errs += _validate_run_policy(job)
     errs += _validate_replicas(job)
     errs += job.spec.field_errors()
-    errs += validate_failure_policy(job)  # trainop.dev/ annotations (docs/failure-policy.md)
+    errs += build_failure_policy(job)[1]  # trainop.dev/ annotations (docs/failure-policy.md)
     errs += template_errors(job, reported=errs)  # core/v1 schema of every pod template (api/podschema.py)
     return errs
 

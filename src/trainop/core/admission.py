@@ -15,8 +15,7 @@ from typing import Any
 
 from trainop.api.common import TrainingJob
 from trainop.api.constants import ENV_TRAINOP_PRIORITY_CLASSES, RESOURCE_NVIDIA_GPU
-from trainop.api.kinds import KIND_INFO
-from trainop.core.gang import compute_min_member
+from trainop.core.gang import canonical_rank, compute_min_member
 
 # Kubernetes' two built-in PriorityClasses (scheduling.k8s.io/v1, created by every API server); any
 # other name means something only where an admin created it, so locally it maps through
@@ -103,9 +102,8 @@ def compute_gang_gpus(job: TrainingJob) -> tuple[int, int]:
     policy = job.run_policy.scheduling_policy
     if policy is not None and policy.min_resources is not None:
         return min_member, _gpu_limit({"resources": {"limits": policy.min_resources}})
-    info = KIND_INFO.get(job.kind)
-    canonical = {t.lower(): i for i, t in enumerate(info.replica_types if info is not None else ())}
-    order = sorted(job.replica_specs.items(), key=lambda kv: canonical.get(kv[0].lower(), len(canonical)))
+    rank = canonical_rank(job)
+    order = sorted(job.replica_specs.items(), key=lambda kv: rank(kv[0]))
     gpus = counted = 0
     for _, spec in order:
         per_pod = sum(_gpu_limit(c) for c in spec.containers)

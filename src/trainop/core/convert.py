@@ -200,13 +200,9 @@ def _runtime_patch(template: dict[str, Any], main: dict[str, Any], notes: list[s
     pod_meta = {
         k: v for k, v in (template.get("metadata") or {}).items() if k in ("labels", "annotations") and v
     }
-    if not patch_spec and not pod_meta:
+    pod = {key: part for key, part in (("metadata", pod_meta), ("spec", patch_spec)) if part}
+    if not pod:
         return None
-    pod: dict[str, Any] = {}
-    if pod_meta:
-        pod["metadata"] = pod_meta
-    if patch_spec:
-        pod["spec"] = patch_spec
     return {
         "manager": PATCH_MANAGER,
         "trainingRuntimeSpec": {

@@ -91,15 +91,8 @@ def _container_events(name: str, uid: str, cs: dict[str, Any]) -> list[Event]:
 def _newest_unmet_condition(status: dict[str, Any]) -> dict[str, Any] | None:
     """The newest pod condition that is not True, by lastTransitionTime (RFC 3339 strings of one
     format sort by time); ties keep the first."""
-    latest: dict[str, Any] | None = None
-    for cond in status.get("conditions") or ():
-        if cond.get("status") == "True":
-            continue
-        if latest is None or str(cond.get("lastTransitionTime") or "") > str(
-            latest.get("lastTransitionTime") or ""
-        ):
-            latest = cond
-    return latest
+    unmet = [c for c in status.get("conditions") or () if c.get("status") != "True"]
+    return max(unmet, key=lambda c: str(c.get("lastTransitionTime") or ""), default=None)
 
 
 def build_abnormal_pod_events(pod: dict[str, Any]) -> list[Event]:

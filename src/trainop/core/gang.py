@@ -111,7 +111,7 @@ def compute_min_resources(
     if policy is not None and policy.min_resources is not None:
         return {str(k): str(v) for k, v in policy.min_resources.items()}
     priorities = priorities or {}
-    canonical = _canonical_rank(job)
+    canonical = canonical_rank(job)
     order = sorted(
         job.replica_specs.items(),
         key=lambda item: (
@@ -131,7 +131,7 @@ def compute_min_resources(
     return {name: _format_sum(values) for name, values in totals.items()}
 
 
-def _canonical_rank(job: TrainingJob) -> Callable[[str], int]:
+def canonical_rank(job: TrainingJob) -> Callable[[str], int]:
     """A replica type's place in the kind's canonical order (``KindInfo.replica_types``); others last."""
     canonical = {t.lower(): i for i, t in enumerate(KIND_INFO[job.kind].replica_types)}
     return lambda rtype: canonical.get(rtype.lower(), len(canonical))
@@ -160,11 +160,9 @@ def build_pod_group(
     min_resources = compute_min_resources(job, min_member, priorities)
     spec: dict[str, Any] = {"minMember": min_member}
     if gang.volcano:
-        queue = (policy.queue if policy is not None else None) or VOLCANO_DEFAULT_QUEUE
-        existing_queue = ((existing or {}).get("spec") or {}).get("queue")
-        if existing_queue:
-            queue = str(existing_queue)  # §5: an existing PodGroup's non-empty queue wins
-        spec["queue"] = queue
+        existing_queue = ((existing or {}).get("spec") or {}).get("queue")  # §5: a non-empty one wins
+        queue = existing_queue or (policy.queue if policy is not None else None) or VOLCANO_DEFAULT_QUEUE
+        spec["queue"] = str(queue)
         if policy is not None and policy.priority_class:
             spec["priorityClassName"] = policy.priority_class
     elif policy is not None and policy.schedule_timeout_seconds is not None:
@@ -172,9 +170,7 @@ def build_pod_group(
     if min_resources is not None:
         spec["minResources"] = min_resources
     meta: dict[str, Any] = {"name": job.name, "namespace": job.namespace}
-    annotations = (
-        (existing or {}).get("metadata", {}).get("annotations") if existing else job.metadata.annotations
-    )
+    annotations = existing.get("metadata", {}).get("annotations") if existing else job.metadata.annotations
     if annotations:
         meta["annotations"] = dict(annotations)
     return {"apiVersion": gang.api_version, "kind": POD_GROUP_KIND, "metadata": meta, "spec": spec}
@@ -182,12 +178,8 @@ def build_pod_group(
 
 def compute_priorities(priority_classes: list[dict[str, Any]]) -> dict[str, int]:
     """PriorityClass name → value, from the PriorityClass objects the backend observed."""
-    out: dict[str, int] = {}
-    for pc in priority_classes:
-        name = (pc.get("metadata") or {}).get("name")
-        if name:
-            out[str(name)] = int(pc.get("value") or 0)
-    return out
+    names = [((pc.get("metadata") or {}).get("name"), pc) for pc in priority_classes]
+    return {str(name): int(pc.get("value") or 0) for name, pc in names if name}
 
 
 def detect_pod_group_admitted(pod_group: dict[str, Any] | None) -> bool:
@@ -233,7 +225,7 @@ def compute_task_group_members(job: TrainingJob) -> dict[str, int]:
     ``schedulingPolicy.minAvailable`` the job's minimum is handed out in the kind's canonical replica
     type order (``KindInfo.replica_types``: Master before Worker, PS and Worker before Chief), so a type
     may get fewer than its replicas, or 0."""
-    order = sorted(job.replica_specs, key=_canonical_rank(job))
+    order = sorted(job.replica_specs, key=canonical_rank(job))
     left = compute_min_member(job)
     members: dict[str, int] = {}
     for rtype in order:

@@ -22,17 +22,11 @@ from trainop.api.trainer import TrainJob
 from trainop.core.topology import replica_name
 
 __all__ = [
-    "build_job_labels",
     "build_owner_reference",
     "build_replica_labels",
     "build_selector",
     "replica_name",
 ]
-
-
-def build_job_labels(info: KindInfo, job_name: str) -> dict[str, str]:
-    """The labels that select everything a job owns: operator-name and job-name (§1.2, §4.3 step 3)."""
-    return {LABEL_OPERATOR_NAME: info.controller_name, LABEL_JOB_NAME: job_name}
 
 
 def build_replica_labels(

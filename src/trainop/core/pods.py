@@ -40,7 +40,7 @@ def detect_deleting(obj: dict[str, Any]) -> bool:
     return bool((obj.get("metadata") or _EMPTY).get("deletionTimestamp"))
 
 
-def detect_name(obj: dict[str, Any]) -> str:
+def detect_name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or _EMPTY).get("name") or "")
 
 
@@ -108,12 +108,6 @@ def compute_restart_count(pod: dict[str, Any]) -> int:
         for cs in status.get(key) or ():
             total += int(cs.get("restartCount") or 0)
     return total
-
-
-def detect_retryable(exit_code: int) -> bool:
-    """§4.5: 128 and above (signals: 137 SIGKILL/OOM, 143 SIGTERM) and the 0xbeef sentinel are
-    retryable; 1-127 (and 0 on a Failed pod) are permanent."""
-    return exit_code >= 128
 
 
 def build_pod(

@@ -51,17 +51,12 @@ def build_condition(ctype: str, status: str, reason: str, message: str, now: dat
 
 def detect_condition(status: JobStatus, ctype: str) -> JobCondition | None:
     """The first condition of ``ctype`` (upstream's getCondition), or None."""
-    for cond in status.conditions or ():
-        if cond.type == ctype:
-            return cond
-    return None
+    return next((c for c in status.conditions or () if c.type == ctype), None)
 
 
 def detect_true(status: JobStatus | None, ctype: str) -> bool:
     """Whether a ``ctype`` condition with status True exists (upstream's hasCondition)."""
-    if status is None:
-        return False
-    return any(c.type == ctype and c.status == TRUE for c in status.conditions or ())
+    return status is not None and any(c.type == ctype and c.status == TRUE for c in status.conditions or ())
 
 
 def detect_finished(status: JobStatus | None) -> bool:

@@ -70,10 +70,8 @@ class Step:
         return spec
 
     def container(self, name: str, *, init: bool = False) -> dict[str, Any] | None:
-        for c in self.pod_spec.get("initContainers" if init else "containers") or []:
-            if isinstance(c, dict) and c.get("name") == name:
-                return c
-        return None
+        items = self.pod_spec.get("initContainers" if init else "containers") or []
+        return next((c for c in items if isinstance(c, dict) and c.get("name") == name), None)
 
     @property
     def backoff_limit(self) -> int:
@@ -153,15 +151,11 @@ class ResolvedTrainJob(_StepLookup):
             **(job_meta.get("labels") or {}),
             **(meta.get("labels") or {}),
             **self.pod_labels,
+            LABEL_JOBSET_NAME: job_name,
+            LABEL_REPLICATED_JOB_NAME: step.name,
+            LABEL_JOB_INDEX: str(job_index),
+            LABEL_JOB_COMPLETION_INDEX: str(pod_index),
         }
-        labels.update(
-            {
-                LABEL_JOBSET_NAME: job_name,
-                LABEL_REPLICATED_JOB_NAME: step.name,
-                LABEL_JOB_INDEX: str(job_index),
-                LABEL_JOB_COMPLETION_INDEX: str(pod_index),
-            }
-        )
         annotations = {**(meta.get("annotations") or {}), ANNOTATION_JOB_COMPLETION_INDEX: str(pod_index)}
         spec = tmpl.get("spec") or {}
         spec["hostname"] = name
@@ -373,16 +367,13 @@ def find_runtime(job: TrainJob, runtimes: Sequence[TrainingRuntime]) -> Training
     if group != TRAINER_GROUP or kind not in (KIND_CLUSTER_TRAINING_RUNTIME, KIND_TRAINING_RUNTIME):
         raise RuntimeResolutionError([FieldError("", f"unsupported runtime: {kind}.{group}")])
     for rt in runtimes:
-        if rt.kind != kind or rt.name != name:
-            continue
-        if kind == KIND_TRAINING_RUNTIME and (rt.metadata.namespace or "default") != job.namespace:
-            continue
-        return rt
+        in_scope = kind == KIND_CLUSTER_TRAINING_RUNTIME or rt.namespace == job.namespace
+        if rt.kind == kind and rt.name == name and in_scope:
+            return rt
     if kind == KIND_CLUSTER_TRAINING_RUNTIME:
-        path, what = "spec.RuntimeRef", "clusterTrainingRuntime"
+        path, what, scope = "spec.RuntimeRef", "clusterTrainingRuntime", ""
     else:
-        path, what = "spec.runtimeRef", "trainingRuntime"
-    scope = "" if kind == KIND_CLUSTER_TRAINING_RUNTIME else f" in namespace {job.namespace!r}"
+        path, what, scope = "spec.runtimeRef", "trainingRuntime", f" in namespace {job.namespace!r}"
     notfound = f'{kind.lower()}s.{TRAINER_GROUP} "{name}" not found{scope}'
     value = ref.to_dict() if ref is not None else None
     raise RuntimeResolutionError(
@@ -411,7 +402,6 @@ def resolve_trainjob(
         _build_step(rjob, ml.num_nodes if ml is not None else None)
         for rjob in jobset_spec.get("replicatedJobs") or []
     ]
-    _merge_resources(job, steps, runtime)
     ctx = PolicyContext(job=job, runtime=runtime, steps=steps, topology=topology or JobSetTopology())
     errors += _policy_errors(ctx, plugin, policy_name)
     if errors:
@@ -533,29 +523,6 @@ def _build_step(rjob: Mapping[str, Any], num_nodes: int | None) -> Step:
     )
 
 
-def _merge_resources(job: TrainJob, steps: list[Step], runtime: TrainingRuntime) -> None:
-    """``resourcesPerNode`` over the ``node`` container's resources of the trainer step (and of MPI's
-    ``node`` step when the launcher runs as a node): limits and requests merged key by key."""
-    trainer = job.spec.trainer
-    if trainer is None or trainer.resources_per_node is None:
-        return
-    ml = runtime.spec.ml_policy
-    if ml is None:
-        return
-    launcher_as_node = ml.mpi is not None and bool(ml.mpi.run_launcher_as_node)
-    for step in steps:
-        if step.ancestor != ANCESTOR_TRAINER and not (launcher_as_node and step.name == NODE):
-            continue
-        container = step.container(NODE)
-        if container is None:
-            continue
-        res = container.setdefault("resources", {})
-        for part in ("limits", "requests"):
-            extra = trainer.resources_per_node.get(part)
-            if isinstance(extra, dict):
-                res[part] = {**(res.get(part) or {}), **extra}
-
-
 def _apply_initializers(job: TrainJob, steps: list[Step]) -> None:
     """builder.Initializer: one replica; ``STORAGE_URI``, env and the Secret's envFrom on the
     initializer container."""
@@ -579,7 +546,8 @@ def _apply_initializers(job: TrainJob, steps: list[Step]) -> None:
 
 def _apply_trainer(job: TrainJob, runtime: TrainingRuntime, steps: list[Step]) -> None:
     """builder.Trainer: one replica; image, command and args of the ``node`` container; the trainer's
-    env (also on MPI's ``node`` step when the launcher runs as a node)."""
+    env and ``resourcesPerNode`` (limits and requests merged key by key; not without an mlPolicy),
+    also on MPI's ``node`` step when the launcher runs as a node."""
     trainer = job.spec.trainer
     ml = runtime.spec.ml_policy
     launcher_as_node = ml is not None and ml.mpi is not None and bool(ml.mpi.run_launcher_as_node)
@@ -588,7 +556,11 @@ def _apply_trainer(job: TrainJob, runtime: TrainingRuntime, steps: list[Step]) -
         if is_trainer:
             step.replicas = 1
         container = step.container(NODE)
-        if container is None or trainer is None:
+        if (
+            container is None
+            or trainer is None
+            or not (is_trainer or (launcher_as_node and step.name == NODE))
+        ):
             continue
         if is_trainer:
             if trainer.image is not None:
@@ -597,8 +569,13 @@ def _apply_trainer(job: TrainJob, runtime: TrainingRuntime, steps: list[Step]) -
                 container["command"] = list(trainer.command)
             if trainer.args is not None:
                 container["args"] = list(trainer.args)
-        if is_trainer or (launcher_as_node and step.name == NODE):
-            upsert_env(container, trainer.env or [])
+        upsert_env(container, trainer.env or [])
+        if ml is not None and trainer.resources_per_node is not None:
+            res = container.setdefault("resources", {})
+            for part in ("limits", "requests"):
+                extra = trainer.resources_per_node.get(part)
+                if isinstance(extra, dict):
+                    res[part] = {**(res.get(part) or {}), **extra}
 
 
 def _apply_pod_group(resolved: ResolvedTrainJob) -> None:

@@ -35,6 +35,7 @@ from trainop.api.constants import (
     REASON_RESUMED,
     REASON_SUSPENDED,
 )
+from trainop.core.pods import detect_label, detect_phase
 from trainop.core.status import parse_time
 from trainop.core.trainjob import ResolvedTrainJob
 
@@ -58,15 +59,11 @@ class TrainJobPlan:
     restarts: int | None = None
 
 
-def _phase(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
-
-
 def _ready(pod: Mapping[str, Any]) -> bool:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if cond.get("type") == "Ready":
             return bool(cond.get("status") == "True")
-    return _phase(pod) == "Running"
+    return detect_phase(pod) == "Running"
 
 
 def _condition(status: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
@@ -81,23 +78,13 @@ def set_condition(
 ) -> None:
     """meta.SetStatusCondition: the transition time changes only with the status."""
     conds: list[dict[str, Any]] = [dict(c) for c in status.get("conditions") or []]
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-    for c in conds:
-        if c.get("type") == ctype:
-            if c.get("status") != value:
-                c["lastTransitionTime"] = stamp
-            c.update(status=value, reason=reason, message=message)
-            break
-    else:
-        conds.append(
-            {
-                "type": ctype,
-                "status": value,
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": stamp,
-            }
-        )
+    cond = next((c for c in conds if c.get("type") == ctype), None)
+    if cond is None:
+        cond = {"type": ctype}
+        conds.append(cond)
+    if cond.get("status") != value:
+        cond["lastTransitionTime"] = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    cond.update(status=value, reason=reason, message=message)
     status["conditions"] = conds
 
 
@@ -146,7 +133,7 @@ class _Pass:
 
     @property
     def live(self) -> list[str]:
-        return [n for n, p in self.by_name.items() if _phase(p) not in ("Succeeded", "Failed")]
+        return [n for n, p in self.by_name.items() if detect_phase(p) not in ("Succeeded", "Failed")]
 
     def finish(self, delete: list[str], *, suspended: bool = False) -> TrainJobPlan:
         self.plan.delete_pods = sorted({*delete, *self.stale})
@@ -211,7 +198,7 @@ def _check_failed(step: _Pass) -> TrainJobPlan | None:
     """A failed pod fails its Job, and JobSet's failure policy decides (failure_policy.go without
     rules): while fewer than maxRestarts restarts were made, every pod goes and the next attempt
     starts; then, or without a failurePolicy, the TrainJob fails."""
-    if not any(_phase(p) == "Failed" for p in step.by_name.values()):
+    if not any(detect_phase(p) == "Failed" for p in step.by_name.values()):
         return None
     max_restarts = compute_max_restarts(step.resolved)
     if max_restarts is not None and step.restarts < max_restarts:
@@ -266,7 +253,7 @@ def _step_pods(resolved: ResolvedTrainJob, by_name: Mapping[str, Mapping[str, An
 
 def _step_succeeded(resolved: ResolvedTrainJob, by_name: Mapping[str, Mapping[str, Any]], step: str) -> bool:
     pods = _step_pods(resolved, by_name, step)
-    return bool(pods) and all(p is not None and _phase(p) == "Succeeded" for p in pods)
+    return bool(pods) and all(p is not None and detect_phase(p) == "Succeeded" for p in pods)
 
 
 def _dep_met(
@@ -274,8 +261,8 @@ def _dep_met(
 ) -> bool:
     pods = _step_pods(resolved, by_name, step)
     if status == "Complete":
-        return all(p is not None and _phase(p) == "Succeeded" for p in pods)
-    return all(p is not None and (_phase(p) == "Succeeded" or _ready(p)) for p in pods)
+        return all(p is not None and detect_phase(p) == "Succeeded" for p in pods)
+    return all(p is not None and (detect_phase(p) == "Succeeded" or _ready(p)) for p in pods)
 
 
 def count_jobs_status(
@@ -287,17 +274,14 @@ def count_jobs_status(
     out = []
     for step in resolved.steps:
         counts = {"ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
-        for ji in range(step.replicas):
+        for ji in range(0 if suspended else step.replicas):
             pods = [
                 p
                 for p in by_name.values()
-                if (p.get("metadata") or {}).get("labels", {}).get(LABEL_REPLICATED_JOB_NAME) == step.name
-                and (p.get("metadata") or {}).get("labels", {}).get(LABEL_JOB_INDEX) == str(ji)
+                if detect_label(p, LABEL_REPLICATED_JOB_NAME) == step.name
+                and detect_label(p, LABEL_JOB_INDEX) == str(ji)
             ]
-            if suspended:
-                counts["suspended"] += 1
-                continue
-            phases = [_phase(p) for p in pods]
+            phases = [detect_phase(p) for p in pods]
             if "Failed" in phases:
                 counts["failed"] += 1
             elif len(pods) == step.count and all(ph == "Succeeded" for ph in phases):
@@ -308,5 +292,7 @@ def count_jobs_status(
                     ph == "Succeeded" or _ready(p) for ph, p in zip(phases, pods, strict=True)
                 ):
                     counts["ready"] += 1
+        if suspended:
+            counts["suspended"] = step.replicas
         out.append({"name": step.name, **counts})
     return out

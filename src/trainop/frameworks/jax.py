@@ -30,13 +30,11 @@ from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
-    generic_failure,
     peer_port,
     python_unbuffered,
-    running_update,
-    succeeded_update,
     total_replicas,
 )
+from trainop.frameworks.pytorch import compute_master_or_worker_conditions
 
 WORKER = "Worker"
 
@@ -84,17 +82,8 @@ class JAXPlugin(BasePlugin):
         self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
     ) -> list[ConditionUpdate]:
         """§4.4 JAX: all workers succeeded → Succeeded, else any running → Running (messages name
-        ``<ns>/<name>``); failure as PyTorch's."""
-        out: list[ConditionUpdate] = []
-        for rtype in self.status_order(job):
-            c = self.counts_for(counts, rtype, job.replica_specs.get(rtype))
-            if rtype == WORKER:
-                if c.expected == 0:
-                    out.append(succeeded_update(job, namespaced=True))
-                elif c.active > 0:
-                    out.append(running_update(job, namespaced=True))
-            out += generic_failure(job, rtype, c)
-        return out
+        ``<ns>/<name>``); failure as PyTorch's: PyTorch's loop for a job without Master."""
+        return compute_master_or_worker_conditions(self, job, counts, elastic_shortcut=False)
 
 
 class JAXPolicy:

@@ -49,7 +49,7 @@ from trainop.api.trainer import MPIPolicy as MPIPolicySource
 from trainop.core.convert import ConvertedTrainer
 from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
-from trainop.core.pods import detect_index, detect_phase, detect_replica_pods
+from trainop.core.pods import PHASE_RUNNING, detect_index, detect_name, detect_phase, detect_replica_pods
 from trainop.core.topology import Topology, replica_name
 from trainop.core.trainjob import PolicyContext, Step, reserved_env_error, upsert_env, upsert_named
 from trainop.frameworks.base import ConditionUpdate, ExecAgent, ReplicaCounts
@@ -119,11 +119,8 @@ def slots_per_worker(job: TrainingJob) -> int:
 def is_gpu_launcher(job: TrainingJob) -> bool:
     """§3.9: a launcher container asks for a GPU (a limit key ending in ``.com/gpu`` or naming ``gpu``)."""
     rs = job.replica_specs.get(LAUNCHER)
-    for c in rs.containers if rs is not None else []:
-        limits = (c.get("resources") or {}).get("limits") or {}
-        if any(k.endswith(".com/gpu") or "gpu" in k for k in limits):
-            return True
-    return False
+    containers = rs.containers if rs is not None else []
+    return any("gpu" in k for c in containers for k in (c.get("resources") or {}).get("limits") or {})
 
 
 def launcher_service_account(job: TrainingJob) -> str:
@@ -159,11 +156,8 @@ def build_discover_hosts(job: TrainingJob, pods: list[dict[str, Any]]) -> str:
     """``echo <pod>:<S>`` for each Running worker, sorted by name (GPU launcher first): what Horovod's
     elastic driver polls to learn the current hosts."""
     slots = slots_per_worker(job)
-    running = sorted(
-        str((p.get("metadata") or {}).get("name", ""))
-        for p in detect_replica_pods(pods, job.name, WORKER)
-        if (p.get("status") or {}).get("phase") == "Running"
-    )
+    workers = detect_replica_pods(pods, job.name, WORKER)
+    running = sorted(detect_name(p) for p in workers if detect_phase(p) == PHASE_RUNNING)
     hosts = ([launcher_name(job)] if is_gpu_launcher(job) else []) + running
     return "#!/bin/sh\n" + "".join(f"echo {h}:{slots}\n" for h in hosts)
 
@@ -177,30 +171,11 @@ def build_config_data(job: TrainingJob, pods: list[dict[str, Any]]) -> dict[str,
     }
 
 
-def _owned_meta(job: TrainingJob, name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": job.namespace,
-        "labels": {LABEL_APP: job.name},
-        "ownerReferences": [build_owner_reference(job)],
-    }
-
-
-def build_service_account(job: TrainingJob) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": _owned_meta(job, launcher_service_account(job)),
-    }
-
-
-def build_config_map(job: TrainingJob, pods: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": _owned_meta(job, config_map_name(job)),
-        "data": build_config_data(job, pods),
-    }
+def _owned(job: TrainingJob, api_version: str, kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    """An object the job owns, found again by its ``app`` label (§3.9)."""
+    meta: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": {LABEL_APP: job.name}}
+    meta["ownerReferences"] = [build_owner_reference(job)]
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta, **fields}
 
 
 def build_role(job: TrainingJob) -> dict[str, Any]:
@@ -209,27 +184,15 @@ def build_role(job: TrainingJob) -> dict[str, Any]:
     workers = [worker_name(job, i) for i in range(replicas_of(job, WORKER, default=0))]
     if workers:  # upstream leaves resourceNames out (omitempty) when there are no workers
         exec_rule["resourceNames"] = workers
-    return {
-        "apiVersion": f"{RBAC_API_GROUP}/v1",
-        "kind": "Role",
-        "metadata": _owned_meta(job, launcher_name(job)),
-        "rules": [
-            {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]},
-            exec_rule,
-        ],
-    }
+    read_rule = {"verbs": ["get", "list", "watch"], "apiGroups": [""], "resources": ["pods"]}
+    return _owned(job, f"{RBAC_API_GROUP}/v1", "Role", launcher_name(job), rules=[read_rule, exec_rule])
 
 
 def build_role_binding(job: TrainingJob) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{RBAC_API_GROUP}/v1",
-        "kind": "RoleBinding",
-        "metadata": _owned_meta(job, launcher_name(job)),
-        "subjects": [
-            {"kind": "ServiceAccount", "name": launcher_service_account(job), "namespace": job.namespace}
-        ],
-        "roleRef": {"apiGroup": RBAC_API_GROUP, "kind": "Role", "name": launcher_name(job)},
-    }
+    account = {"kind": "ServiceAccount", "name": launcher_service_account(job), "namespace": job.namespace}
+    role = {"apiGroup": RBAC_API_GROUP, "kind": "Role", "name": launcher_name(job)}
+    name = launcher_name(job)
+    return _owned(job, f"{RBAC_API_GROUP}/v1", "RoleBinding", name, subjects=[account], roleRef=role)
 
 
 def _config_volume(job: TrainingJob, *keys: str) -> dict[str, Any]:
@@ -239,7 +202,7 @@ def _config_volume(job: TrainingJob, *keys: str) -> dict[str, Any]:
 
 
 def _find_pod(pods: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    return next((p for p in pods if (p.get("metadata") or {}).get("name") == name), None)
+    return next((p for p in pods if detect_name(p) == name), None)
 
 
 class MPIPlugin(BasePlugin):
@@ -387,8 +350,8 @@ class MPIPlugin(BasePlugin):
         if detect_phase(launcher) in ("Succeeded", "Failed"):
             return []
         return [
-            build_service_account(job),
-            build_config_map(job, pods),
+            _owned(job, "v1", "ServiceAccount", launcher_service_account(job)),
+            _owned(job, "v1", "ConfigMap", config_map_name(job), data=build_config_data(job, pods)),
             build_role(job),
             build_role_binding(job),
         ]

@@ -130,9 +130,7 @@ class PyTorchPlugin(BasePlugin):
 
     def is_master_role(self, job: TrainingJob, rtype: str, index: int) -> bool:
         # §3.1: Master-0 when a Master spec exists, else Worker-0.
-        if MASTER in job.replica_specs:
-            return rtype == MASTER and index == 0
-        return rtype == WORKER and index == 0
+        return index == 0 and rtype == (MASTER if MASTER in job.replica_specs else WORKER)
 
     def build_env(self, job: TrainingJob, rtype: str, index: int, topology: Topology) -> list[dict[str, Any]]:
         """§3.4, in upstream's order: PYTHONUNBUFFERED; with a Master MASTER_PORT, PET_MASTER_PORT,

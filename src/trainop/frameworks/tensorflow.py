@@ -116,7 +116,7 @@ class TFPlugin(BasePlugin):
         enableDynamicWorker, and otherwise fails the job ("has failed", ``<ns>/<name>``)."""
         spec = _spec(job)
         out: list[ConditionUpdate] = []
-        restarting = _reason_and_message(job, COND_RESTARTING)
+        restarting = detect_condition(job.status, COND_RESTARTING) if job.status is not None else None
         chief_or_master = contains_chief_or_master(job)
         worker0_done = self._worker0_completed(job, pods)
         for rtype in self.status_order(job):
@@ -133,8 +133,8 @@ class TFPlugin(BasePlugin):
                 elif c.active > 0:
                     out.append(running_update(job, namespaced=True))
             if c.failed > 0:
-                if restarting is not None:
-                    reason, message = restarting
+                if restarting is not None:  # kept whatever its status, with its reason and message
+                    reason, message = restarting.reason or "", restarting.message or ""
                     out.append(
                         ConditionUpdate(
                             type=COND_RESTARTING, reason=reason, message=message, metric=METRIC_RESTARTED
@@ -161,9 +161,3 @@ class TFPlugin(BasePlugin):
         if len(at0) != 1 or detect_phase(at0[0]) != PHASE_SUCCEEDED:
             return False
         return detect_exit_code(at0[0], self.info.default_container) == 0
-
-
-def _reason_and_message(job: TrainingJob, ctype: str) -> tuple[str, str] | None:
-    """(reason, message) of the job's condition of type ``ctype``, whatever its status; None if none."""
-    cond = detect_condition(job.status, ctype) if job.status is not None else None
-    return None if cond is None else (cond.reason or "", cond.message or "")

@@ -17,8 +17,8 @@ from typing import Any
 from trainop.api.common import JobCondition, JobStatus
 from trainop.api.constants import COND_FAILED, COND_JOB_RESTARTS, LABEL_RESTART_ATTEMPT
 from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, OPERATOR_IN, FailureRule
-from trainop.core.pods import PHASE_FAILED, detect_name, detect_phase
-from trainop.core.status import TRUE, as_utc, parse_time
+from trainop.core.pods import PHASE_FAILED, detect_label, detect_name, detect_phase
+from trainop.core.status import TRUE, as_utc, detect_condition, parse_time
 
 _EMPTY: dict[str, Any] = {}
 
@@ -60,9 +60,8 @@ class RestartCount:
 
 def detect_attempt(pod: dict[str, Any]) -> int:
     """The whole-job restart that created ``pod`` (its restart-attempt label; 0 when absent)."""
-    labels = (pod.get("metadata") or _EMPTY).get("labels") or _EMPTY
-    raw = labels.get(LABEL_RESTART_ATTEMPT)
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else 0
+    raw = detect_label(pod, LABEL_RESTART_ATTEMPT)
+    return int(raw) if raw is not None and raw.isdigit() else 0
 
 
 def _failed_run(cs: dict[str, Any], failed: bool) -> dict[str, Any] | None:
@@ -187,20 +186,15 @@ _COUNT_RE = re.compile(r"^(\d+) whole-job restart\(s\), (\d+) counted")
 
 def detect_restart_count(status: JobStatus | None) -> RestartCount:
     """The count the ``JobRestarts`` condition holds (zero when there is none)."""
-    for cond in (status.conditions or ()) if status is not None else ():
-        if cond.type == COND_JOB_RESTARTS:
-            m = _COUNT_RE.match(cond.message or "")
-            if m:
-                return RestartCount(int(m.group(1)), int(m.group(2)))
-    return RestartCount()
+    cond = detect_condition(status, COND_JOB_RESTARTS) if status is not None else None
+    m = _COUNT_RE.match(cond.message or "") if cond is not None else None
+    return RestartCount(int(m.group(1)), int(m.group(2))) if m else RestartCount()
 
 
 def detect_restart_time(status: JobStatus | None) -> datetime | None:
     """When the last whole-job restart happened (the JobRestarts condition's lastUpdateTime)."""
-    for cond in (status.conditions or ()) if status is not None else ():
-        if cond.type == COND_JOB_RESTARTS and cond.last_update_time is not None:
-            return as_utc(cond.last_update_time)
-    return None
+    cond = detect_condition(status, COND_JOB_RESTARTS) if status is not None else None
+    return as_utc(cond.last_update_time) if cond is not None and cond.last_update_time is not None else None
 
 
 def build_restarts_message(count: RestartCount, max_restarts: int, summary: str) -> str:

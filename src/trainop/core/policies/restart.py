@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Literal
 
 from trainop.api.constants import RESTART_ALWAYS, RESTART_EXIT_CODE, RESTART_ON_FAILURE
-from trainop.core.pods import detect_retryable
 
 RESTART: Literal["restart"] = "restart"
 FAIL: Literal["fail"] = "fail"
@@ -24,7 +23,7 @@ def detect_restart(policy: str, exit_code: int) -> Literal["restart", "fail"] | 
     if policy in (RESTART_ON_FAILURE, RESTART_ALWAYS):
         return RESTART
     if policy == RESTART_EXIT_CODE:
-        return RESTART if detect_retryable(exit_code) else FAIL
+        return RESTART if exit_code >= 128 else FAIL  # signals (137 SIGKILL/OOM, 143), and 0xbeef
     return None
 
 

@@ -59,6 +59,10 @@ class Outcome:
     remaining: float | None = None
 
 
+def _created(pod: dict[str, Any]) -> datetime | None:
+    return parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
+
+
 def _statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     status = pod.get("status") or _EMPTY
     return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
@@ -104,7 +108,7 @@ def _container_start_error(
 
 def detect_start_error(pod: dict[str, Any]) -> tuple[str, str, str, datetime | None] | None:
     """The first container stuck in a start error: (container, reason, message, since when)."""
-    created = parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
+    created = _created(pod)
     failed = detect_phase(pod) == PHASE_FAILED
     for cs in _statuses(pod):
         found = _container_start_error(cs, failed, created)
@@ -188,10 +192,7 @@ def compute_start_deadlines(
         for name, pod in items:
             if pod is not None and detect_started(pod):
                 continue
-            created = (
-                None if pod is None else parse_time((pod.get("metadata") or _EMPTY).get("creationTimestamp"))
-            )
-            rest = left(created, startup_seconds)
+            rest = left(None if pod is None else _created(pod), startup_seconds)
             if rest <= 0:
                 detail = (
                     f"pod {name} did not start within {startup_seconds}s ({ANNOTATION_STARTUP_DEADLINE}): "
