@@ -45,6 +45,7 @@ typecheck: $(STAMP)-dev
 crds: $(STAMP)-dev
 	$(BIN)/python -m trainop.api.crds manifests/crds
 	$(BIN)/python -m trainop.operator.manifests manifests/base
+	cp src/trainop/runtimes/*.yaml manifests/runtimes/
 	$(MAKE) --no-print-directory chart-files
 
 unit: $(STAMP)-dev

@@ -93,6 +93,12 @@ def check_works(venv: Path, env: K8sEnv, namespace: str, tmp: Path) -> None:
     for command in CLI_COMMANDS:
         got = run([str(venv / "bin/trainop"), *command.split(), "--help"], cwd=tmp)
         assert got.returncode == 0 and "usage" in got.stdout.lower(), (command, got.stderr[-2000:])
+    # A TrainJob that names a shipped runtime resolves without the repository (the runtimes are
+    # package data, not files beside the source tree).
+    trainjob = tmp / "trainjob.yaml"
+    trainjob.write_bytes((REPO / "examples/pytorch/ddp-digits/trainjob.yaml").read_bytes())
+    got = run([str(venv / "bin/trainop"), "run", "--dry-run", str(trainjob)], cwd=tmp)
+    assert got.returncode == 0 and "ddp-digits-v2-node-0-0" in got.stdout, got.stdout[-2000:] + got.stderr
     probe = free_port()
     log = tmp / "operator.log"
     with log.open("ab") as f:

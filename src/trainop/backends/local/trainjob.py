@@ -67,17 +67,16 @@ from trainop.core.trainjob_status import (
 from trainop.frameworks.registry import REGISTRY
 
 ENV_TRAINOP_RUNTIMES = "TRAINOP_RUNTIMES"  # a directory of extra runtime manifests
+SHIPPED_RUNTIMES = Path(__file__).resolve().parents[2] / "runtimes"  # trainop/runtimes
 POLL = 0.05
 
 
 def shipped_runtime_dirs() -> list[Path]:
     """Where ``trainop run`` looks for (Cluster)TrainingRuntimes besides the manifest itself:
-    ``$TRAINOP_RUNTIMES``, then the runtimes shipped in the source tree (manifests/runtimes)."""
+    ``$TRAINOP_RUNTIMES``, then the runtimes trainop ships as package data (``trainop/runtimes``,
+    which ``make crds`` copies to manifests/runtimes for ``kubectl apply -k``)."""
     dirs = [Path(extra)] if (extra := os.environ.get(ENV_TRAINOP_RUNTIMES)) else []
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "manifests" / "runtimes").is_dir():
-            return [*dirs, parent / "manifests" / "runtimes"]
-    return dirs
+    return [*dirs, SHIPPED_RUNTIMES]
 
 
 def load_runtimes(dirs: Sequence[Path]) -> list[TrainingRuntime]:
