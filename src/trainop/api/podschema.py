@@ -19,8 +19,11 @@ from typing import Any
 from trainop.api.errors import FieldError, render_value
 from trainop.api.kinds import KIND_INFO
 
-# apimachinery's resource.Quantity grammar (k8s.io/apimachinery/pkg/api/resource), as its error says.
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+# apimachinery's resource.Quantity grammar (k8s.io/apimachinery/pkg/api/resource): the pattern the CRDs
+# carry for a quantity (so a cluster's API server refuses what this refuses: "1.2.3Mi" too); the message
+# is ParseQuantity's, which names the looser regular expression it splits a quantity with.
+_NUMBER = r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+_QUANTITY_RE = re.compile(rf"^(\+|-)?{_NUMBER}(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?{_NUMBER}))?$")
 _QUANTITY_MSG = (
     "must be a quantity, a number with an optional suffix such as 500m, 2 or 4Gi "
     "(quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"

@@ -300,10 +300,10 @@ _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), ""
 def compute_quantity(text: str) -> Decimal:
     """A Kubernetes quantity (``500m``, ``2Gi``, ``4``) as a Decimal; ValueError when malformed."""
     text = text.strip()
-    for suffix, factor in _BINARY.items():
-        if text.endswith(suffix):
-            return Decimal(text[: -len(suffix)]) * factor
     try:
+        for suffix, factor in _BINARY.items():
+            if text.endswith(suffix):
+                return Decimal(text[: -len(suffix)]) * factor
         if text and text[-1] in _DECIMAL and text[-1] != "":
             return Decimal(text[:-1]) * _DECIMAL[text[-1]]
         return Decimal(text)

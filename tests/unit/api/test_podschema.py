@@ -66,6 +66,13 @@ def mpi(op: Any) -> dict[str, Any]:
                       "with an optional suffix such as 500m, 2 or 4Gi (quantities must match the regular "
                       "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"],
                      id="a quantity that is not one"),
+        pytest.param(mpi(set_container(resources={"limits": {"memory": "1.2.3Mi"}})),
+                     [f'{W}.resources.limits[memory]: Invalid value: "1.2.3Mi": must be a quantity, a number '
+                      "with an optional suffix such as 500m, 2 or 4Gi (quantities must match the regular "
+                      "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$')"],
+                     id="two decimal points: the CRD's pattern refuses it too"),
+        pytest.param(mpi(set_container(resources={"limits": {"cpu": ".5", "memory": "1e3", "x": "+2Ki"}})),
+                     [], id="quantities: a leading point, an exponent, a sign"),
         pytest.param(mpi(set_container(livenessProbe={"httpGet": {"port": "http"},
                                                       "tcpSocket": {"port": 80}})),
                      [], id="int-or-string ports: a name or a number"),
@@ -169,3 +176,15 @@ def test_committed_schema_is_a_fresh_generation() -> None:
             if f in fresh["types"].get(t, {}) and fresh["types"][t][f] != typ
         }
         assert differ == {}, regen
+
+
+def test_a_quantity_is_checked_with_the_pattern_the_crds_carry() -> None:
+    """Locally as on a cluster: the API server checks a quantity in a job against its CRD's pattern."""
+    import re
+    from pathlib import Path
+
+    from trainop.api.podschema import _QUANTITY_RE
+
+    crd = (Path(__file__).resolve().parents[3] / "manifests/crds/kubeflow.org_pytorchjobs.yaml").read_text()
+    patterns = set(re.findall(r"pattern: (\^\(\\\+\|-\)\?.*)", crd))
+    assert patterns == {_QUANTITY_RE.pattern}

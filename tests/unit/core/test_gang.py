@@ -331,3 +331,13 @@ def test_observed_priority_classes_order_min_resources() -> None:
     assert written(plan.actions[0])["spec"]["minResources"] == {
         "cpu": "2"
     }  # two workers, not master + worker
+
+
+@pytest.mark.parametrize("text", ["1.2.3Mi", "Mi", "1.2.3", "", "lots"])
+def test_a_malformed_quantity_is_a_value_error(text: str) -> None:
+    # A binary suffix on a malformed number raised decimal.InvalidOperation, which callers that catch
+    # ValueError (the TrainJob resolver's resource sums) let out.
+    from trainop.core.gang import compute_quantity
+
+    with pytest.raises(ValueError, match="invalid resource quantity"):
+        compute_quantity(text)
