@@ -54,11 +54,10 @@ class Source:
         job runs on and writes nothing, ``partials`` gets each container's unfinished last line where
         the backend keeps one."""
         self.backend.get(name, namespace)  # a job that is not there: said now, as a 404
-        backend = self.backend
 
         def read() -> Iterator[LogLine]:
             # Opened when first read: a page that went away before then leaves nothing open.
-            with backend.reader() as own:
+            with self.backend.reader() as own:
                 yield from own.logs(
                     name,
                     namespace,

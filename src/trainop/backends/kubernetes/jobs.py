@@ -424,11 +424,8 @@ class KubernetesBackend(PollingWait):
     def _get_raw(
         self, name: str, namespace: str, kind: str | None = None, timeout: float | None = None
     ) -> dict[str, Any]:
-        if kind is not None:
-            kinds = [kind]
-        else:
-            known = self._kinds.get((namespace, name))
-            kinds = [*([known] if known else []), *(k for k in KIND_INFO if k != known)]
+        known = self._kinds.get((namespace, name))
+        kinds = [kind] if kind is not None else sorted(KIND_INFO, key=lambda k: k != known)  # known first
         obj = self._run(self._get_any(name, namespace, kinds), timeout=timeout)
         if not isinstance(obj, dict):
             raise NotFoundError(kind=kind, namespace=namespace, name=name, answer=obj)
