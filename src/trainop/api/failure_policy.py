@@ -124,20 +124,14 @@ def _path(key: str) -> str:
     return f"metadata.annotations[{key}]"
 
 
-def detect_failure_policy_annotations(annotations: Mapping[str, str] | None) -> bool:
-    """Whether any of the failure-policy annotations is set (a job without them behaves as upstream)."""
-    return bool(annotations) and any(k in annotations for k in FAILURE_POLICY_ANNOTATIONS)  # type: ignore[operator]
-
-
 def parse_failure_policy(
     annotations: Mapping[str, str] | None, replica_types: Iterable[str] = ()
 ) -> tuple[FailurePolicy | None, list[FieldError]]:
     """The policy the annotations describe (None when none of them is set) and every error found.
     ``replica_types`` are the job's replica types, against which ``onReplicaTypes`` is checked (case
     insensitively, as the replica map's keys are normalised, §1.4); empty skips that check."""
-    if not detect_failure_policy_annotations(annotations):
-        return None, []
-    assert annotations is not None
+    if not annotations or not any(k in annotations for k in FAILURE_POLICY_ANNOTATIONS):
+        return None, []  # a job without them behaves as upstream
     errs: list[FieldError] = []
     known_types = {t.lower(): t for t in replica_types}
 

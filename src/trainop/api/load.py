@@ -111,9 +111,8 @@ def parse_job(obj: Any) -> TrainingJob:
     kind = obj.get("kind")
     if not isinstance(kind, str) or kind not in JOB_MODELS:  # `kind: [x]` is no dict key (finding 5)
         if kind is None:
-            raise InvalidJobError(
-                [FieldError("kind", "Required value: must be one of " + _quoted(JOB_MODELS))]
-            )
+            kinds = ", ".join(f'"{k}"' for k in JOB_MODELS)
+            raise InvalidJobError([FieldError("kind", f"Required value: must be one of {kinds}")])
         raise InvalidJobError([not_supported("kind", kind, list(JOB_MODELS))])
     return parse_model(JOB_MODELS[kind], obj, API_VERSION)
 
@@ -135,10 +134,6 @@ def parse_model(model: type[_M], obj: dict[str, Any], api_version: str) -> _M:
         return model.model_validate(obj, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise InvalidJobError(errors_from_pydantic(exc), kind=kind, name=name) from None
-
-
-def _quoted(values: Iterable[str]) -> str:
-    return ", ".join(f'"{v}"' for v in values)
 
 
 def load_documents(text: str | bytes, *, source: str = "") -> list[Any]:

@@ -88,13 +88,6 @@ def _container_events(name: str, uid: str, cs: dict[str, Any]) -> list[Event]:
     return out
 
 
-def _newest_unmet_condition(status: dict[str, Any]) -> dict[str, Any] | None:
-    """The newest pod condition that is not True, by lastTransitionTime (RFC 3339 strings of one
-    format sort by time); ties keep the first."""
-    unmet = [c for c in status.get("conditions") or () if c.get("status") != "True"]
-    return max(unmet, key=lambda c: str(c.get("lastTransitionTime") or ""), default=None)
-
-
 def build_abnormal_pod_events(pod: dict[str, Any]) -> list[Event]:
     """Warnings for an active pod in trouble (§6.3 "abnormal pods"), keyed by their content so each
     distinct message is emitted once (§9.9).
@@ -110,7 +103,10 @@ def build_abnormal_pod_events(pod: dict[str, Any]) -> list[Event]:
     uid = detect_uid(pod) or name
     if statuses:
         return [event for cs in statuses for event in _container_events(name, uid, cs)]
-    latest = _newest_unmet_condition(status)
+    # The newest condition that is not True, by lastTransitionTime (RFC 3339 strings of one format sort
+    # by time); ties keep the first.
+    unmet = [c for c in status.get("conditions") or () if c.get("status") != "True"]
+    latest = max(unmet, key=lambda c: str(c.get("lastTransitionTime") or ""), default=None)
     if latest is None:
         return []
     msg = f"Error pod {name} condition message: {latest.get('message', '')}"

@@ -218,14 +218,8 @@ def _check_complete(step: _Pass) -> TrainJobPlan | None:
     done = [_step_succeeded(resolved, step.by_name, t) for t in targets]
     if not ((resolved.success_operator == "Any" and any(done)) or all(done)):
         return None
-    set_condition(
-        step.plan.status,
-        COND_TRAINJOB_COMPLETE,
-        "True",
-        REASON_ALL_JOBS_COMPLETED,
-        MESSAGE_COMPLETED,
-        step.now,
-    )
+    status, now = step.plan.status, step.now
+    set_condition(status, COND_TRAINJOB_COMPLETE, "True", REASON_ALL_JOBS_COMPLETED, MESSAGE_COMPLETED, now)
     return step.finish(step.live)
 
 

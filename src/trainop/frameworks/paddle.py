@@ -21,18 +21,13 @@ from trainop.api.constants import (
     ENV_POD_IP_DUMMY,
 )
 from trainop.core.topology import Topology
+from trainop.core.trainjob import field_ref_env
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
 from trainop.frameworks.generic import BasePlugin, env_var, peer_port, python_unbuffered, total_replicas
 from trainop.frameworks.pytorch import compute_master_or_worker_conditions
 
 MASTER = "Master"
 WORKER = "Worker"
-
-
-def pod_ip_env() -> dict[str, Any]:
-    """``POD_IP_DUMMY`` from the pod's own IP (fieldRef ``status.podIP``); the local backend resolves
-    this fieldRef to its loopback address."""
-    return {"name": ENV_POD_IP_DUMMY, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
 
 
 class PaddlePlugin(BasePlugin):
@@ -57,7 +52,11 @@ class PaddlePlugin(BasePlugin):
         # Collective mode: upstream tests only the index (Worker is the only type there).
         is_rendezvous = index == 0 and (rtype == MASTER if ps_mode else True)
         if is_rendezvous:
-            env += [pod_ip_env(), env_var(ENV_PADDLE_MASTER, f"$({ENV_POD_IP_DUMMY}):{port}")]
+            env += [
+                # The pod's own IP; the local backend resolves this fieldRef to its loopback address.
+                field_ref_env(ENV_POD_IP_DUMMY, "status.podIP"),
+                env_var(ENV_PADDLE_MASTER, f"$({ENV_POD_IP_DUMMY}):{port}"),
+            ]
         else:
             env.append(env_var(ENV_PADDLE_MASTER, f"{topology.host(job, rendezvous, 0)}:{port}"))
         if ps_mode:
