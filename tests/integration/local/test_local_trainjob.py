@@ -247,6 +247,27 @@ def test_a_failing_node_fails_the_trainjob(home: Path, tmp_path: Path) -> None:
     )
 
 
+def test_a_node_whose_command_cannot_start_fails_the_trainjob_in_one_line(home: Path, tmp_path: Path) -> None:
+    # As a v1 job's container that cannot start: containerd's StartError (128) and its message, the
+    # other node stopped, and no traceback (the run raised FileNotFoundError out of trainop run).
+    path = _write(
+        tmp_path / "job.yaml",
+        _trainjob(
+            "nocmd",
+            "torch-distributed",
+            kind="ClusterTrainingRuntime",
+            trainer={"numNodes": 2, "command": ["no-such-program-xyz", "train.py"]},
+        ),
+    )
+    result = run_cli("run", str(path), cwd=tmp_path, timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith(
+        "TrainJob nocmd Failed: pod nocmd-node-0-0 failed: failed to start container 'node': exec: "
+        '"no-such-program-xyz": executable file not found in $PATH'
+    ), result.stdout[-2000:]
+
+
 def test_unknown_runtime_is_a_clear_error(home: Path, tmp_path: Path) -> None:
     path = _write(tmp_path / "job.yaml", _trainjob("lost", "no-such-runtime", kind="ClusterTrainingRuntime"))
     result = run_cli("run", str(path), cwd=tmp_path)

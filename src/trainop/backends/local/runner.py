@@ -585,7 +585,7 @@ class PodRunner:
             try:
                 proc = self._spawn(c.spec, log)
             except (OSError, ValueError, subprocess.SubprocessError) as exc:
-                msg = _start_error_message(c.spec, exc)
+                msg = start_error_message(c.spec, exc)
                 with contextlib.suppress(OSError):
                     log.write(f"[trainop] {msg}\n".encode())
                 self._start_failed(pod, c, now, log_path, msg)
@@ -881,7 +881,7 @@ def compute_phase(pod: PodRun) -> str:
     return "Pending"
 
 
-def _start_error_message(spec: ProcessSpec, exc: BaseException) -> str:
+def start_error_message(spec: ProcessSpec, exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError) and exc.filename == spec.cwd:
         return f"failed to start container {spec.container!r}: working directory {spec.cwd!r} does not exist"
     if isinstance(exc, FileNotFoundError):

@@ -48,6 +48,7 @@ from trainop.backends.local.paths import ensure_home
 from trainop.backends.local.ports import probe_free_port
 from trainop.backends.local.procs import start_ticks
 from trainop.backends.local.render import LocalContext, ProcessSpec, build_pod_processes
+from trainop.backends.local.runner import EXIT_START_ERROR, start_error_message
 from trainop.backends.local.trainjob_state import STOP_GRACE, TrainJobRecord, build_identity
 from trainop.core.trainjob import (
     LoopbackTrainJobTopology,
@@ -145,6 +146,7 @@ class _PodState:
     running: list[_Proc] = field(default_factory=list)
     exit_code: int | None = None
     failed_container: str = ""
+    start_error: str = ""  # a container that could not start: why (runner.start_error_message)
 
 
 class LocalTrainJobRun:
@@ -327,13 +329,20 @@ class LocalTrainJobRun:
                     self._launch_next(pod)
 
     def _launch_next(self, pod: _PodState) -> None:
-        """Start the pod's next init container, or all its main containers once the inits are done."""
-        if pod.inits:
-            spec = pod.inits.pop(0)
-            pod.running = [self._spawn(pod.plan.name, spec)]
-        else:
-            pod.running = [self._spawn(pod.plan.name, spec) for spec in pod.mains]
+        """Start the pod's next init container, or all its main containers once the inits are done. A
+        container that cannot start fails the pod with containerd's StartError, as a v1 job's does."""
+        specs = [pod.inits.pop(0)] if pod.inits else pod.mains
+        if not pod.inits:
             pod.mains = []
+        pod.running = []
+        for spec in specs:
+            try:
+                pod.running.append(self._spawn(pod.plan.name, spec))
+            except (OSError, ValueError, subprocess.SubprocessError) as exc:
+                pod.phase, pod.exit_code, pod.failed_container = "Failed", EXIT_START_ERROR, spec.container
+                pod.start_error = start_error_message(spec, exc)
+                self._say(f"[{pod.plan.name}] {pod.start_error}")
+                return
 
     def _spawn(self, pod: str, spec: ProcessSpec) -> _Proc:
         popen = subprocess.Popen(
@@ -381,9 +390,8 @@ class LocalTrainJobRun:
     def _verdict(self) -> str | None:
         first = next((p for p in self.pods.values() if p.phase == "Failed"), None)
         if first is not None:
-            self.reason = (
-                f"pod {first.plan.name} failed: container {first.failed_container} exited with code "
-                f"{first.exit_code}"
+            self.reason = f"pod {first.plan.name} failed: " + (
+                first.start_error or f"container {first.failed_container} exited with code {first.exit_code}"
             )
             return "Failed"
         targets = self.resolved.success_targets or tuple(s.name for s in self.resolved.steps)
