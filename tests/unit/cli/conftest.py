@@ -19,3 +19,12 @@ def one_click_command() -> Iterator[None]:
         # the name CliRunner.invoke calls (raises here, loudly, if a typer release renames it)
         mp.setattr(typer.testing, "_get_command", functools.cache(typer.main.get_command))
         yield
+
+
+@pytest.fixture(autouse=True)
+def no_cli_settings_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's start-up sets PYDANTIC_DISABLE_PLUGINS in its own environment (cli/main.py); invoked
+    in this process, it must not outlive the test: a later test's ``trainop`` subprocess would take it
+    for the user's setting and hand it to a job's replicas (test_local_cli's environment test failed
+    when it ran after these)."""
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
