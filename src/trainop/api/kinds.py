@@ -51,6 +51,12 @@ class KindInfo:
     # Kueue's integration for the kind (its Configuration's integrations.frameworks entry), "" when
     # Kueue has none: v0.17 integrates five v1 kinds; its MPIJob is mpi-operator's v2beta1 (issue 25).
     kueue_framework: str = ""
+    # §3.2: one headless Service per replica. False: the kind has none (MPI: mpirun reaches the workers
+    # through its rsh agent, §3.9).
+    replica_services: bool = True
+    # §4.5: core recreates a failed pod as its restart policy says. False: the kind's controller never
+    # deletes its failed pods (MPI, §4.4: the launcher's own restartPolicy restarts it in place).
+    restarts_failed_pods: bool = True
 
     @property
     def singular(self) -> str:
@@ -399,6 +405,7 @@ KIND_INFO: dict[str, KindInfo] = {
         "mpi-port", 9999, "Never", "mpijob-controller", "mpi", False,
         title="MPI", replica_defaults=(("Launcher", 1), ("Worker", 0)), admission_webhook=False,
         scheduler_name_reason="SettedPodTemplateSchedulerName", age_column_first=True,
+        replica_services=False, restarts_failed_pods=False,
     ),
     "PaddleJob": KindInfo(
         "PaddleJob", "paddlejobs", "paddleReplicaSpecs", ("Master", "Worker"), "paddle",

@@ -125,9 +125,9 @@ class ExtraObjects(Protocol):
 
 
 @runtime_checkable
-class Launcher(Protocol):
-    """One launcher pod drives the others (MPI, §3.9): the kind creates no Services, core's §4.5
-    restart path leaves its failed pods alone (§4.4), and its pods' create events are its own."""
+class PodEvents(Protocol):
+    """The kind's pods' create events are its own (MPI's launcher, §6.3), not core's generic ones.
+    (MPI's other launcher facts, no Services and failed pods left alone, are ``KindInfo`` rows.)"""
 
     def build_pod_events(self, job: TrainingJob, rtype: str, name: str) -> tuple[Event, Event]:
         """(done, on_error) events of creating pod ``name`` of ``rtype`` (§6.3)."""
@@ -193,7 +193,7 @@ class Capabilities:
     """The optional capabilities one plugin has (None: it has not), resolved once per plugin."""
 
     extra_objects: ExtraObjects | None
-    launcher: Launcher | None
+    pod_events: PodEvents | None
     loopback_env: LoopbackEnv | None
     local_env: LocalEnv | None
     noop_helpers: LocalNoopHelpers | None
@@ -212,7 +212,7 @@ def capabilities(plugin: FrameworkPlugin) -> Capabilities:
         return entry[1]
     caps = Capabilities(
         extra_objects=plugin if isinstance(plugin, ExtraObjects) else None,
-        launcher=plugin if isinstance(plugin, Launcher) else None,
+        pod_events=plugin if isinstance(plugin, PodEvents) else None,
         loopback_env=plugin if isinstance(plugin, LoopbackEnv) else None,
         local_env=plugin if isinstance(plugin, LocalEnv) else None,
         noop_helpers=plugin if isinstance(plugin, LocalNoopHelpers) else None,

@@ -164,7 +164,7 @@ class _Pass(PassState):
         for replica in self.replicas.values():
             if not blocked:
                 self._reconcile_pods(replica)
-            if self.caps.launcher is None:  # a launcher's kind has no Services (§3.9)
+            if self.info.replica_services:  # MPI has none (§3.9)
                 self._reconcile_services(replica)
         self._requeue_at_deadline()
         return self.done()
@@ -340,8 +340,8 @@ class _Pass(PassState):
     def _reconcile_failed_pods(self) -> None:
         """§4.5 for every pod that is not already terminating: ExitedWithCode, then the restart policy
         of a Failed pod (recreate it, or fail the job under ExitCode with a permanent code)."""
-        if self.caps.launcher is not None:
-            return  # a launcher's kind has its own pod logic and never deletes failed pods (§4.4)
+        if not self.info.restarts_failed_pods:
+            return  # MPI's controller never deletes failed pods (§4.4)
         container = self.info.default_container
         namespace = self.job.namespace
         for replica in self.replicas.values():
@@ -433,11 +433,11 @@ class _Pass(PassState):
             decorate_for_gang(self, pod, replica.rtype)
         if self.policy is not None:
             mark_pod(self, pod)
-        launcher = self.caps.launcher
-        if launcher is None:
+        own = self.caps.pod_events
+        if own is None:
             self.act(ev.build_create_action(self.info, pod))
         else:
-            done, on_error = launcher.build_pod_events(job, replica.rtype, name)
+            done, on_error = own.build_pod_events(job, replica.rtype, name)
             self.act(CreateObject(pod, done=done, on_error=on_error))
 
     def _reconcile_services(self, replica: ReplicaView) -> None:

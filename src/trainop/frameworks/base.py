@@ -2,7 +2,7 @@
 
 The Protocols live in core because core calls them and layers import downward only (design.md);
 plugins import them from here. ``FrameworkPlugin`` is what every kind implements; ``ExtraObjects``,
-``Launcher``, ``LoopbackEnv``, ``LocalEnv``, ``LocalNoopHelpers`` and ``RemoteExec`` (with its
+``PodEvents``, ``LoopbackEnv``, ``LocalEnv``, ``LocalNoopHelpers`` and ``RemoteExec`` (with its
 ``ExecAgent``) are the optional capabilities a plugin has by having their members.
 Pure; no I/O.
 """
@@ -12,10 +12,10 @@ from trainop.core.plugin import (
     ExecAgent,
     ExtraObjects,
     FrameworkPlugin,
-    Launcher,
     LocalEnv,
     LocalNoopHelpers,
     LoopbackEnv,
+    PodEvents,
     RemoteExec,
     ReplicaCounts,
 )
@@ -25,10 +25,10 @@ __all__ = [
     "ExecAgent",
     "ExtraObjects",
     "FrameworkPlugin",
-    "Launcher",
     "LocalEnv",
     "LocalNoopHelpers",
     "LoopbackEnv",
+    "PodEvents",
     "RemoteExec",
     "ReplicaCounts",
 ]

@@ -206,7 +206,7 @@ def _find_pod(pods: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
 
 
 class MPIPlugin(BasePlugin):
-    """Capabilities: ``Launcher`` (no Services, its own pod logic and create events), ``ExtraObjects``
+    """Capabilities: ``PodEvents`` (the launcher's create events), ``ExtraObjects``
     (RBAC and the ConfigMap, selected by their ``app`` label), ``LoopbackEnv`` (Open MPI on loopback),
     ``LocalEnv`` (a TMPDIR per replica), ``LocalNoopHelpers`` (kubectl-delivery) and ``RemoteExec``
     (kubexec.sh is the rsh agent the local backend replaces)."""

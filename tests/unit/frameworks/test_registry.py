@@ -33,7 +33,7 @@ def test_registry_kinds_and_capabilities() -> None:
         "XGBoostJob": (KIND_INFO["XGBoostJob"], set()),
         "MPIJob": (
             KIND_INFO["MPIJob"],
-            {"ExtraObjects", "Launcher", "LoopbackEnv", "LocalEnv", "LocalNoopHelpers", "RemoteExec"},
+            {"ExtraObjects", "PodEvents", "LoopbackEnv", "LocalEnv", "LocalNoopHelpers", "RemoteExec"},
         ),
         "PaddleJob": (KIND_INFO["PaddleJob"], {"LoopbackEnv"}),
         "JAXJob": (KIND_INFO["JAXJob"], {"LoopbackEnv"}),
@@ -45,7 +45,7 @@ def _capability_names(plugin: FrameworkPlugin) -> set[str]:
     caps = capabilities(plugin)
     present = {
         "ExtraObjects": caps.extra_objects,
-        "Launcher": caps.launcher,
+        "PodEvents": caps.pod_events,
         "LoopbackEnv": caps.loopback_env,
         "LocalEnv": caps.local_env,
         "LocalNoopHelpers": caps.noop_helpers,
@@ -143,3 +143,10 @@ VALIDATE_CASES = [
 def test_spec_hooks_apply_the_kinds_admission_rules(builder: JobBuilder, want: list[FieldError]) -> None:
     job = builder.build()  # raw: webhooks see the undefaulted job (§1.4)
     assert job.spec.upstream_errors(job, None) == want
+
+
+def test_only_mpi_has_no_replica_services_and_keeps_its_failed_pods() -> None:
+    # §3.9/§4.4: MPI's launcher drives its workers through its rsh agent; every other kind gets one
+    # headless Service per replica (§3.2) and core's restart path for failed pods (§4.5).
+    assert {k for k, info in KIND_INFO.items() if not info.replica_services} == {"MPIJob"}
+    assert {k for k, info in KIND_INFO.items() if not info.restarts_failed_pods} == {"MPIJob"}

@@ -222,7 +222,7 @@ def test_reconcile_creates_pods_and_services_then_runs() -> None:
     job = parse_job(manifest())
     plugin = REGISTRY.get(KIND)
     caps: Any = capabilities(plugin)  # (a LightJob is its own LoopbackEnv: mypy sees two types)
-    assert caps.loopback_env is plugin and caps.local_env is None and caps.launcher is None
+    assert caps.loopback_env is plugin and caps.local_env is None and caps.pod_events is None
     plan = reconcile(job, Observed(job, [], [], {}), plugin, ServiceTopology(), NOW)
     created = [a.obj for a in plan.actions if isinstance(a, CreateObject)]
     assert [(o["kind"], o["metadata"]["name"]) for o in created] == [
