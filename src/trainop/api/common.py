@@ -64,7 +64,7 @@ class ObjectMeta(KubeModel):
     finalizers: list[str] | None = None
 
 
-class KubeObject(KubeModel):
+class TopLevelModel(KubeModel):
     """A top-level object: its apiVersion, kind and metadata (subclasses set the defaults)."""
 
     api_version: str
@@ -183,7 +183,7 @@ class JobSpec(KubeModel):
         return None
 
 
-class TrainingJob(KubeObject):
+class TrainingJob(TopLevelModel):
     """One kubeflow.org/v1 job of any kind; ``spec`` is the kind's own spec model."""
 
     api_version: str = "kubeflow.org/v1"

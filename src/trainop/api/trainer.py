@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from trainop.api.common import Bool, Int32, Int64, KubeModel, KubeObject
+from trainop.api.common import Bool, Int32, Int64, KubeModel, TopLevelModel
 from trainop.api.constants import (
     KIND_CLUSTER_TRAINING_RUNTIME,
     KIND_TRAINING_RUNTIME,
@@ -154,7 +154,7 @@ class TrainJobStatus(KubeModel):
     trainer_status: TrainerStatus | None = None
 
 
-class TrainJob(KubeObject):
+class TrainJob(TopLevelModel):
     api_version: str = TRAINER_API_VERSION
     kind: str = KIND_TRAINJOB
     spec: TrainJobSpec = Field(default_factory=TrainJobSpec)
@@ -321,7 +321,7 @@ class TrainingRuntimeSpec(KubeModel):
         return list(spec.replicated_jobs or []) if spec is not None else []
 
 
-class TrainingRuntime(KubeObject):
+class TrainingRuntime(TopLevelModel):
     """A TrainingRuntime (namespaced) or ClusterTrainingRuntime (cluster-scoped); ``kind`` tells."""
 
     api_version: str = TRAINER_API_VERSION

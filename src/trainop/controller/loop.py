@@ -37,7 +37,7 @@ class ReconcileMetrics(Protocol):
     def observe(self, key: object, result: str, seconds: float) -> None: ...
 
 
-class _NoMetrics:
+class _NoReconcileMetrics:
     def observe(self, key: object, result: str, seconds: float) -> None:
         pass
 
@@ -57,7 +57,7 @@ class Controller(Generic[K]):
         self.queue = queue
         self.reconciler = reconciler
         self.workers = workers
-        self._metrics: ReconcileMetrics = metrics or _NoMetrics()
+        self._metrics: ReconcileMetrics = metrics or _NoReconcileMetrics()
         self._clock = clock
 
     async def run(self) -> None:

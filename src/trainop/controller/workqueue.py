@@ -34,7 +34,7 @@ class QueueMetrics(Protocol):
     def retried(self) -> None: ...
 
 
-class _NoMetrics:
+class _NoQueueMetrics:
     """Reports nothing (a queue built without metrics)."""
 
     depth = added = queued_for = worked_for = retried = staticmethod(lambda *_: None)
@@ -88,7 +88,7 @@ class WorkQueue(Generic[K]):
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._shutdown = False
         self.backoff: ExponentialBackoff[K] = backoff or ExponentialBackoff()
-        self._metrics: QueueMetrics = metrics or _NoMetrics()
+        self._metrics: QueueMetrics = metrics or _NoQueueMetrics()
         self._clock = clock
 
     def __len__(self) -> int:

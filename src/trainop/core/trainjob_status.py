@@ -120,7 +120,7 @@ def _count(value: object) -> int:
 
 
 @dataclass
-class _Pass:
+class _TrainJobPass:
     """What one pass knows: the job, its pods of the current attempt (``by_name``), the pods of earlier
     attempts still there (``stale``), and the plan it fills."""
 
@@ -152,7 +152,7 @@ def reconcile_trainjob(
     observed = {str((p.get("metadata") or {}).get("name")): p for p in pods}
     current = {n: p for n, p in observed.items() if _attempt(p) >= restarts}
     stale = sorted(n for n in observed if n not in current)
-    step = _Pass(resolved, current, stale, restarts, TrainJobPlan(status=status), now)
+    step = _TrainJobPass(resolved, current, stale, restarts, TrainJobPlan(status=status), now)
 
     if is_finished(status):
         return step.finish(step.live)
@@ -168,13 +168,13 @@ def reconcile_trainjob(
     return step.finish([])
 
 
-def _resume(step: _Pass) -> None:
+def _resume(step: _TrainJobPass) -> None:
     suspended = _condition(step.plan.status, COND_SUSPENDED)
     if suspended is not None and suspended.get("status") == "True":
         set_condition(step.plan.status, COND_SUSPENDED, "False", REASON_RESUMED, MESSAGE_RESUMED, step.now)
 
 
-def _check_deadline(step: _Pass) -> TrainJobPlan | None:
+def _check_deadline(step: _TrainJobPass) -> TrainJobPlan | None:
     """activeDeadlineSeconds, from creation or the last resume (upstream's TrainJob controller)."""
     job = step.resolved.job
     deadline = job.spec.active_deadline_seconds
@@ -194,7 +194,7 @@ def _check_deadline(step: _Pass) -> TrainJobPlan | None:
     return step.finish(step.live)
 
 
-def _check_failed(step: _Pass) -> TrainJobPlan | None:
+def _check_failed(step: _TrainJobPass) -> TrainJobPlan | None:
     """A failed pod fails its Job, and JobSet's failure policy decides (failure_policy.go without
     rules): while fewer than maxRestarts restarts were made, every pod goes and the next attempt
     starts; then, or without a failurePolicy, the TrainJob fails."""
@@ -212,7 +212,7 @@ def _check_failed(step: _Pass) -> TrainJobPlan | None:
     return step.finish(step.live)
 
 
-def _check_complete(step: _Pass) -> TrainJobPlan | None:
+def _check_complete(step: _TrainJobPass) -> TrainJobPlan | None:
     resolved = step.resolved
     targets = resolved.success_targets or tuple(s.name for s in resolved.steps)
     done = [_step_succeeded(resolved, step.by_name, t) for t in targets]
@@ -223,7 +223,7 @@ def _check_complete(step: _Pass) -> TrainJobPlan | None:
     return step.finish(step.live)
 
 
-def _create_ready_steps(step: _Pass, observed: Mapping[str, Any]) -> None:
+def _create_ready_steps(step: _TrainJobPass, observed: Mapping[str, Any]) -> None:
     """The objects, and the pods of each step whose dependsOn holds; a name still held by a pod of an
     earlier attempt waits for it to go."""
     resolved = step.resolved
