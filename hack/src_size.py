@@ -71,14 +71,17 @@ def lines_at(rev: str) -> int:
     return sum(git("show", f"{rev}:{name}").count("\n") for name in names)
 
 
-def net_by_feature(base: str) -> tuple[dict[int | None, list[int]], dict[str, int | None]]:
-    """Per feature (None: not a feature), [added, removed] in src/**/*.py; and each new file's creator."""
+def net_by_feature(base: str) -> tuple[dict[int | None, list[int]], dict[str, int | None], int]:
+    """Per feature (None: not a feature), [added, removed] in src/**/*.py; each new file's creator; and
+    the features' net lines in files that were there at the base."""
     log = git(
         "log", "--reverse", "--format=@%H %s", "--numstat", "--no-renames", f"{base}..HEAD", "--", "src"
     )
     totals: dict[int | None, list[int]] = defaultdict(lambda: [0, 0])
     created: dict[str, int | None] = {}
     feature: int | None = None
+    in_old_files = 0
+    at_base = set(git("ls-tree", "-r", "--name-only", base, "src").splitlines())
     for line in log.splitlines():
         if line.startswith("@"):
             feature = feature_of(line.split(" ", 1)[1] if " " in line else "")
@@ -89,19 +92,17 @@ def net_by_feature(base: str) -> tuple[dict[int | None, list[int]], dict[str, in
         added, removed, path = int(parts[0]), int(parts[1]), parts[2]
         totals[feature][0] += added
         totals[feature][1] += removed
-        if path not in created and removed == 0 and added > 0 and not _existed(base, path):
+        if path not in created and removed == 0 and added > 0 and path not in at_base:
             created[path] = feature
-    return totals, created
-
-
-def _existed(base: str, path: str) -> bool:
-    return subprocess.run(("git", "cat-file", "-e", f"{base}:{path}"), capture_output=True).returncode == 0
+        if feature is not None and path in at_base:
+            in_old_files += added - removed
+    return totals, created, in_old_files
 
 
 def main(argv: list[str]) -> int:
     base = argv[1] if len(argv) > 1 else BASE
     before, now = lines_at(base), lines_at("HEAD")
-    totals, created = net_by_feature(base)
+    totals, created, in_old_files = net_by_feature(base)
     print(f"src/**/*.py at {base}: {before:,} lines; at HEAD: {now:,} lines ({now - before:+,})")
     print("\nnet lines since the base, by what the commits served (git log --numstat):")
     feature_net = 0
@@ -119,8 +120,9 @@ def main(argv: list[str]) -> int:
     features_files = sorted(p for p, f in created.items() if f is not None and Path(p).exists())
     in_files = sum(Path(p).read_text().count("\n") for p in features_files)
     print(
-        f"\ncross-check, features' code in older files not subtracted: HEAD less the {len(features_files)} "
-        f"files feature commits created ({in_files:,} lines now) = {now - in_files:,}"
+        f"\ncross-check by files: HEAD less the {len(features_files)} files feature commits created "
+        f"({in_files:,} lines now) = {now - in_files:,};\nless also the features' net lines in files that "
+        f"were there at {base} ({in_old_files:+,}) = {now - in_files - in_old_files:,}"
     )
     return 0
 
