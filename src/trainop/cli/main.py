@@ -1318,8 +1318,6 @@ def logs(
     context: ContextOpt = None,
 ) -> None:
     """Print a job's logs (all replicas prefixed, or one replica as is)."""
-    from collections import Counter
-
     from trainop.cli.logview import LineFilter, compute_attempts_since, count_lines, format_stamp
     from trainop.cli.watch import default_containers
 
@@ -1330,8 +1328,15 @@ def logs(
             _fail(
                 f"no previous attempt for {replica or name}: a TrainJob's pods run once here", EXIT_NOT_FOUND
             )
+        if since is not None:
+            _fail(
+                "--since cannot pick a TrainJob's lines: its pods run once and their logs have no "
+                "timestamps (use --tail)",
+                EXIT_INVALID,
+            )
         printer = _LogPrinter(replica, {"node"}, raw)
-        chooser = LineFilter(Counter(), None, None)
+        backlog = _call(list, _call(backend.trainjob_logs, name, namespace, replica=replica))
+        chooser = LineFilter(count_lines(backlog), tail, None)
         lines = _call(backend.trainjob_logs, name, namespace, replica=replica, follow=follow)
     else:
         printer = _LogPrinter(replica, default_containers(_call(backend.get, name, namespace)), raw)

@@ -87,6 +87,14 @@ def test_get_describe_logs_and_delete_serve_a_local_trainjob(home: Path, tmp_pat
     followed, _ = follow.communicate(timeout=60)
     assert follow.returncode == 0
     assert followed.splitlines() == ["node-0-0 | started", "node-0-0 | done"]
+    # --tail N: the last N lines of each replica's output, as for a v1 job (-1: everything).
+    assert run_cli("logs", "served", "--tail", "1").stdout == "node-0-0 | done\n"
+    assert run_cli("logs", "served", "--tail", "0").stdout == ""
+    assert run_cli("logs", "served", "--tail", "-1").stdout.splitlines() == followed.splitlines()
+    # --since: the node's log has no timestamps to pick lines by (a TrainJob's pods run once).
+    since = run_cli("logs", "served", "--since", "1h")
+    assert (since.returncode, since.stdout) == (2, "")
+    assert "--since" in since.stderr
     done = _get_json("served")
     assert [(c["type"], c["status"], c["reason"]) for c in done["status"]["conditions"]] == [
         ("Complete", "True", "AllJobsCompleted")
