@@ -21,8 +21,9 @@ from trainop.api.failure_policy import ACTION_USE_RESTART_POLICY, build_failure_
 from trainop.api.kinds import kind_info
 from trainop.api.rules import detect_queue_name
 from trainop.backends.base import JobDetails, detect_state, replica_label
-from trainop.cli.format import format_age, parse_timestamp, running_pid
+from trainop.cli.format import format_age, running_pid
 from trainop.core.queue import build_queue_not_managed_message
+from trainop.core.status import parse_time
 
 
 def _age(ts: float) -> str:
@@ -53,8 +54,8 @@ def _section(
 
 
 def _iso_age(value: str | None) -> str:
-    ts = parse_timestamp(value)
-    return (value or "") if ts is None else _age(ts)
+    ts = parse_time(value)
+    return (value or "") if ts is None else _age(ts.timestamp())
 
 
 def _container_facts(cs: dict[str, Any]) -> tuple[str | None, str | None, list[str]]:

@@ -77,18 +77,6 @@ def format_replicas(job: TrainingJob, counts: list[tuple[str, int, int, int]] | 
     )
 
 
-def parse_timestamp(value: object) -> float | None:
-    """An RFC 3339 time → epoch seconds; None for anything else."""
-    from datetime import datetime
-
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def running_pid(cs: Mapping[str, Any]) -> str | None:
     """The process id of a container status running on this machine (containerID ``local://PID``)."""
     container_id = str(cs.get("containerID", ""))
@@ -144,6 +132,8 @@ def format_pod_status(pod: Mapping[str, Any]) -> str:
 
 def build_pod_row(pod: Mapping[str, Any], now: float) -> list[str]:
     """NAME, READY, STATUS, RESTARTS (with how long ago the last one was), AGE: kubectl get pods."""
+    from trainop.core.status import parse_time
+
     status = pod.get("status") or {}
     containers = status.get("containerStatuses") or []
     ready = sum(1 for cs in containers if cs.get("ready"))
@@ -151,13 +141,13 @@ def build_pod_row(pod: Mapping[str, Any], now: float) -> list[str]:
     restarts = sum(int(cs.get("restartCount") or 0) for cs in containers)
     restart_text = str(restarts)
     last = [
-        t
+        t.timestamp()
         for cs in containers
-        if (t := parse_timestamp(((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")))
+        if (t := parse_time(((cs.get("lastState") or {}).get("terminated") or {}).get("finishedAt")))
     ]
     if restarts and last:
         restart_text += f" ({format_age(now - max(last))} ago)"
     meta = pod.get("metadata") or {}
-    created = parse_timestamp(meta.get("creationTimestamp")) or parse_timestamp(status.get("startTime"))
-    age = format_age(now - created) if created else "?"
+    created = parse_time(meta.get("creationTimestamp")) or parse_time(status.get("startTime"))
+    age = format_age(now - created.timestamp()) if created else "?"
     return [str(meta.get("name", "")), f"{ready}/{wanted}", format_pod_status(pod), restart_text, age]

@@ -63,7 +63,9 @@ def compute_display_state(job: TrainingJob) -> str:
     return state
 
 
-def _reason(job: TrainingJob) -> str:
+def job_reason(job: TrainingJob) -> str:
+    """The reason of the job's newest True condition ("" when none): ``get``'s REASON column, and
+    the web view's (ui/views.py)."""
     for cond in reversed((job.status.conditions if job.status else None) or []):
         if cond.status == "True":
             return cond.reason or ""
@@ -105,7 +107,7 @@ def build_job_row(
     row = ([job.namespace] if all_namespaces else []) + [job.name] + ([] if kind else [job.kind])
     row += (
         [state, age]
-        + ([str(restarts), _reason(job)] if restarts is not None else [])
+        + ([str(restarts), job_reason(job)] if restarts is not None else [])
         + [format_replicas(job)]
     )
     return row

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trainop.api.constants import LABEL_REPLICA_TYPE
-from trainop.cli.format import format_age, parse_timestamp
+from trainop.cli.format import format_age
 
 if TYPE_CHECKING:
     from trainop.api.common import ReplicaStatus, TrainingJob
@@ -113,6 +113,8 @@ def _wait_reason(pod: Mapping[str, Any], phase: str, now: float | None) -> str:
 def _backoff_text(cs: Mapping[str, Any], message: str, now: float | None) -> str:
     """``CrashLoopBackOff: back-off 4s (restarts in 3s), last exit 1 (Error)``; no countdown without
     ``now`` (a log file gets the status only when it changes, not every second)."""
+    from trainop.core.status import parse_time
+
     text = "CrashLoopBackOff"
     term = (cs.get("lastState") or {}).get("terminated") or {}
     delay = None
@@ -120,11 +122,11 @@ def _backoff_text(cs: Mapping[str, Any], message: str, now: float | None) -> str
         if word.endswith("s") and word[:-1].replace(".", "", 1).isdigit():
             delay = float(word[:-1])
             break
-    finished = parse_timestamp(term.get("finishedAt"))
+    finished = parse_time(term.get("finishedAt"))
     if delay is not None:
         text += f": back-off {delay:g}s"
         if finished is not None and now is not None:
-            left = finished + delay - now
+            left = finished.timestamp() + delay - now
             text += f" (restarts in {left:.0f}s)" if left > 0 else " (restarting)"
     if term:
         e = _exit_of(term)

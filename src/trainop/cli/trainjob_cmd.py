@@ -46,10 +46,11 @@ def trainjob_state(obj: Mapping[str, Any]) -> str:
 
 
 def _age(meta: Mapping[str, Any], now: float) -> str:
-    from trainop.cli.format import format_age, parse_timestamp
+    from trainop.cli.format import format_age
+    from trainop.core.status import parse_time
 
-    created = parse_timestamp(meta.get("creationTimestamp"))
-    return format_age(now - created) if created is not None else "?"
+    created = parse_time(meta.get("creationTimestamp"))
+    return format_age(now - created.timestamp()) if created is not None else "?"
 
 
 def build_trainjob_rows(

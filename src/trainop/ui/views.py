@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainop.api.constants import LABEL_KUEUE_QUEUE
 from trainop.cli.format import compute_replica_counts, format_replicas
-from trainop.cli.listing import _reason, compute_display_state
+from trainop.cli.listing import compute_display_state, job_reason
 from trainop.cli.live import build_replica_views
 from trainop.cli.selectors import Requirement, matches
 
@@ -59,7 +59,7 @@ def build_job_row(job: TrainingJob, pods: Sequence[Mapping[str, Any]] | None) ->
         "name": job.name,
         "kind": job.kind,
         "state": compute_display_state(job),
-        "reason": _reason(job),
+        "reason": job_reason(job),
         "created": _created(job),
         "ready": sum(c[1] for c in counts),
         "total": sum(c[2] for c in counts),
