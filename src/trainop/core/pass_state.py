@@ -16,7 +16,7 @@ from trainop.api.constants import COND_FAILED
 from trainop.core import events as ev
 from trainop.core.observed import Observed
 from trainop.core.plan import Action, Event, Plan
-from trainop.core.plugin import FrameworkPlugin, capabilities
+from trainop.core.plugin import FrameworkPlugin, ReplicaCounts, capabilities
 from trainop.core.policies.failure import RestartCount
 from trainop.core.status import TRUE, build_condition, detect_condition_kept, set_condition
 from trainop.core.topology import Topology
@@ -98,6 +98,7 @@ class PassState:
         self.kind = job.kind
         self.name = job.name
         self.replicas: dict[str, ReplicaView] = {}
+        self.counts: dict[str, ReplicaCounts] = {}  # for the plugin: set by the status step
         self.pods: list[PodView] = []
         self.deleted: set[tuple[str, str]] = set()
         self.restarted = False  # the restart path recreated a pod this pass

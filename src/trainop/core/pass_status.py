@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from trainop.api.common import JobCondition, ReplicaStatus
 from trainop.core.naming import build_selector
 from trainop.core.pass_state import METRIC_RESTARTED, PassState, ReplicaView
-from trainop.core.plugin import ConditionUpdate, ReplicaCounts
+from trainop.core.plugin import ConditionUpdate, ReplicaCounts, ReplicaPod
+from trainop.core.pods import detect_index
 from trainop.core.status import build_replica_status, detect_condition
 
 
@@ -45,32 +46,31 @@ def update_status(p: PassState) -> None:
     and the rule's events and metrics fire only for conditions that are new at the end of the pass.
     Upstream repeats them on every pass while the state holds, and its flips rewrite the status.
     """
-    counts = _rebuild_replica_statuses(p)
-    fired = _apply_status_rule(p, counts)
+    _rebuild_replica_statuses(p)
+    fired = _apply_status_rule(p)
     if fired:
         before = {_condition_key(c): c for c in p.previous.conditions or ()}
         _keep_stored_conditions(p, before)
         _announce(p, fired, before)
 
 
-def _rebuild_replica_statuses(p: PassState) -> dict[str, ReplicaCounts]:
-    """§4.2: each type's counts for the status rule, and ``replicaStatuses`` from them (an entry
-    whose counts and selector did not change is kept as stored, with any field we do not know)."""
-    counts: dict[str, ReplicaCounts] = {}
+def _rebuild_replica_statuses(p: PassState) -> None:
+    """§4.2: ``p.counts`` (each type's counts and pods, for the plugin), and ``replicaStatuses``
+    (an entry whose counts and selector did not change is kept as stored, with fields we do not know)."""
     statuses = {}
     default_policy = p.info.default_restart_policy
     previous = p.previous.replica_statuses or {}
     for rtype, r in p.replicas.items():
-        counts[rtype] = ReplicaCounts(
+        p.counts[rtype] = ReplicaCounts(
             replicas=r.spec.replicas or 0,
             active=r.active,
             succeeded=r.succeeded,
             failed=r.failed,
             restart_policy=r.spec.restart_policy or default_policy,
+            pods=tuple(ReplicaPod(v.name, detect_index(v.obj), v.phase, v.obj) for v in r.pods),
         )
         statuses[rtype] = _replica_status(p, r, previous.get(rtype))
     p.status.replica_statuses = statuses or None
-    return counts
 
 
 def _replica_status(p: PassState, r: ReplicaView, old: ReplicaStatus | None) -> ReplicaStatus:
@@ -87,7 +87,7 @@ def _replica_status(p: PassState, r: ReplicaView, old: ReplicaStatus | None) -> 
     return build_replica_status(r.active, r.succeeded, r.failed, selector)
 
 
-def _apply_status_rule(p: PassState, counts: dict[str, ReplicaCounts]) -> list[_Fired]:
+def _apply_status_rule(p: PassState) -> list[_Fired]:
     """Run the kind's rule and apply its updates in order; the updates that may speak (``_Fired``).
 
     The rule sees this pass's status so far (upstream hands it the in-flight status): TF keeps a
@@ -97,7 +97,7 @@ def _apply_status_rule(p: PassState, counts: dict[str, ReplicaCounts]) -> list[_
     speaks; its metric was counted by whoever set the condition."""
     job = p.job.model_copy(update={"status": p.status})
     fired: list[_Fired] = []
-    for update in p.plugin.compute_conditions(job, counts, p.observed.pods):
+    for update in p.plugin.compute_conditions(job, p.counts):
         event_reason = update.event_reason or update.reason
         if not update.set_condition:
             # Upstream computes these on a copy it discards; only the event survives (MPI, §4.4).

@@ -23,6 +23,16 @@ from trainop.core.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaPod:
+    """One observed pod of a replica type, as core parsed it once per pass."""
+
+    name: str
+    index: int | None  # the replica-index label; None when absent or malformed
+    phase: str
+    obj: Mapping[str, Any]  # the raw pod, for anything rarer (TF's exit code, MPI's eviction)
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicaCounts:
     """One replica type's view for the status rule (§4.2, §4.4), built by core from the pods."""
 
@@ -31,6 +41,8 @@ class ReplicaCounts:
     succeeded: int
     failed: int
     restart_policy: str  # defaulted replica restartPolicy
+    # Its pods, those of an earlier whole-job restart and terminating ones included.
+    pods: tuple[ReplicaPod, ...] = ()
 
     @property
     def expected(self) -> int:
@@ -91,16 +103,13 @@ class FrameworkPlugin(Protocol):
         ...
 
     def compute_conditions(
-        self,
-        job: TrainingJob,
-        counts: Mapping[str, ReplicaCounts],
-        pods: list[dict[str, Any]],
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         """The kind's success/failure rule (§4.4) as ordered condition updates.
 
-        ``counts`` has one entry per replica type of the job; ``job.status`` holds the in-flight
-        conditions of this pass (TF keeps an existing Restarting, XGBoost sets Running only when
-        absent); ``pods`` are the job's pods (TF reads worker 0's exit code, MPI the launcher's phase).
+        ``counts`` has one entry per replica type of the job, with its pods (TF reads worker 0's exit
+        code, MPI the launcher's phase); ``job.status`` holds the in-flight conditions of this pass
+        (TF keeps an existing Restarting, XGBoost sets Running only when absent).
         """
         ...
 
@@ -115,7 +124,7 @@ class ExtraObjects(Protocol):
     owned_labelled: bool
 
     def build_extra_objects(
-        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], topology: Topology
     ) -> list[dict[str, Any]]:
         """Owned objects to create, or to replace when their content drifted. Each carries its
         namespace and the job's controller ownerReference. An object missing from the list is NOT a

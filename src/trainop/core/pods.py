@@ -7,15 +7,13 @@ Pure: no I/O. Plugins add their env vars and files through ``customize_pod``.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from trainop.api.common import ReplicaSpec, TrainingJob
 from trainop.api.constants import (
     EXIT_CODE_UNSET,
-    LABEL_JOB_NAME,
     LABEL_REPLICA_INDEX,
-    LABEL_REPLICA_TYPE,
     RESTART_EXIT_CODE,
     RESTART_NEVER,
 )
@@ -74,18 +72,6 @@ def detect_index(obj: Mapping[str, Any]) -> int | None:
     if raw is None or not raw.isdigit():
         return None
     return int(raw)
-
-
-def detect_replica_pods(
-    pods: Iterable[Mapping[str, Any]], job_name: str, rtype: str
-) -> list[Mapping[str, Any]]:
-    """The job's pods of replica type ``rtype`` (by the labels the core puts on them, §3.1)."""
-    rt = rtype.lower()
-    return [
-        p
-        for p in pods
-        if detect_label(p, LABEL_REPLICA_TYPE) == rt and detect_label(p, LABEL_JOB_NAME) == job_name
-    ]
 
 
 def detect_exit_code(pod: Mapping[str, Any], container: str) -> int:

@@ -385,7 +385,7 @@ class _Pass(PassState):
         extra = self.caps.extra_objects
         if extra is None:
             return
-        desired = extra.build_extra_objects(self.job, self.observed.pods, self.topology)
+        desired = extra.build_extra_objects(self.job, self.counts, self.topology)
         for obj in desired:
             kind = str(obj.get("kind") or "")
             name = detect_name(obj)

@@ -18,6 +18,7 @@ from trainop.core.plugin import (
     PodEvents,
     RemoteExec,
     ReplicaCounts,
+    ReplicaPod,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "PodEvents",
     "RemoteExec",
     "ReplicaCounts",
+    "ReplicaPod",
 ]

@@ -221,7 +221,7 @@ class BasePlugin:
 
     # -- status (§4.4) --
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         return []
 

@@ -79,7 +79,7 @@ class JAXPlugin(BasePlugin):
         )
 
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         """§4.4 JAX: all workers succeeded → Succeeded, else any running → Running (messages name
         ``<ns>/<name>``); failure as PyTorch's: PyTorch's loop for a job without Master."""

@@ -49,10 +49,10 @@ from trainop.api.trainer import MPIPolicy as MPIPolicySource
 from trainop.core.convert import ConvertedTrainer
 from trainop.core.naming import build_owner_reference, build_replica_labels
 from trainop.core.plan import ERROR_PLACEHOLDER, Event
-from trainop.core.pods import PHASE_RUNNING, detect_index, detect_name, detect_phase, detect_replica_pods
+from trainop.core.pods import PHASE_RUNNING
 from trainop.core.topology import Topology, replica_name
 from trainop.core.trainjob import PolicyContext, Step, reserved_env_error, upsert_env, upsert_named
-from trainop.frameworks.base import ConditionUpdate, ExecAgent, ReplicaCounts
+from trainop.frameworks.base import ConditionUpdate, ExecAgent, ReplicaCounts, ReplicaPod
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
@@ -152,22 +152,21 @@ def build_kubexec_script(job: TrainingJob) -> str:
     )
 
 
-def build_discover_hosts(job: TrainingJob, pods: list[dict[str, Any]]) -> str:
+def build_discover_hosts(job: TrainingJob, counts: Mapping[str, ReplicaCounts]) -> str:
     """``echo <pod>:<S>`` for each Running worker, sorted by name (GPU launcher first): what Horovod's
     elastic driver polls to learn the current hosts."""
     slots = slots_per_worker(job)
-    workers = detect_replica_pods(pods, job.name, WORKER)
-    running = sorted(detect_name(p) for p in workers if detect_phase(p) == PHASE_RUNNING)
+    running = sorted(p.name for p in _pods(counts, WORKER) if p.phase == PHASE_RUNNING)
     hosts = ([launcher_name(job)] if is_gpu_launcher(job) else []) + running
     return "#!/bin/sh\n" + "".join(f"echo {h}:{slots}\n" for h in hosts)
 
 
-def build_config_data(job: TrainingJob, pods: list[dict[str, Any]]) -> dict[str, str]:
+def build_config_data(job: TrainingJob, counts: Mapping[str, ReplicaCounts]) -> dict[str, str]:
     """The three files of ``<job>-config`` (§3.9), keyed by file name."""
     return {
         HOSTFILE: build_hostfile(job),
         KUBEXEC_SCRIPT: build_kubexec_script(job),
-        DISCOVER_HOSTS_SCRIPT: build_discover_hosts(job, pods),
+        DISCOVER_HOSTS_SCRIPT: build_discover_hosts(job, counts),
     }
 
 
@@ -201,8 +200,17 @@ def _config_volume(job: TrainingJob, *keys: str) -> dict[str, Any]:
     return {"name": CONFIG_VOLUME, "configMap": {"name": config_map_name(job), "items": items}}
 
 
-def _find_pod(pods: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    return next((p for p in pods if detect_name(p) == name), None)
+def _status_reason(pod: ReplicaPod) -> str:
+    return str((pod.obj.get("status") or {}).get("reason") or "")
+
+
+def _pods(counts: Mapping[str, ReplicaCounts], rtype: str) -> tuple[ReplicaPod, ...]:
+    c = counts.get(rtype)
+    return c.pods if c is not None else ()
+
+
+def _find_launcher(job: TrainingJob, counts: Mapping[str, ReplicaCounts]) -> ReplicaPod | None:
+    return next((p for p in _pods(counts, LAUNCHER) if p.name == launcher_name(job)), None)
 
 
 class MPIPlugin(BasePlugin):
@@ -341,17 +349,17 @@ class MPIPlugin(BasePlugin):
         }
 
     def build_extra_objects(
-        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], topology: Topology
     ) -> list[dict[str, Any]]:
         """ServiceAccount, ConfigMap ``<job>-config``, Role and RoleBinding ``<job>-launcher``, in the
         order upstream ensures them; [] once the launcher has finished (upstream stops touching them
         then). Objects to create or update, never a request to delete anything missing."""
-        launcher = _find_pod(pods, launcher_name(job))
-        if detect_phase(launcher) in ("Succeeded", "Failed"):
+        launcher = _find_launcher(job, counts)
+        if launcher and launcher.phase in ("Succeeded", "Failed"):
             return []
         return [
             _owned(job, "v1", "ServiceAccount", launcher_service_account(job)),
-            _owned(job, "v1", "ConfigMap", config_map_name(job), data=build_config_data(job, pods)),
+            _owned(job, "v1", "ConfigMap", config_map_name(job), data=build_config_data(job, counts)),
             build_role(job),
             build_role_binding(job),
         ]
@@ -410,13 +418,13 @@ class MPIPlugin(BasePlugin):
         )
 
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         """§4.4 MPI: first the events of upstream's MPI status helper (its conditions land on a copy
         that is discarded, §9.6, so ``set_condition=False``), then the generic loop: Launcher running →
         Running, Launcher done → Succeeded (stop), any failed pod → Restarting under ExitCode, else
         Failed with reason ``MPIJobMPIJobFailed``."""
-        out = self._helper_events(job, pods)
+        out = self._helper_events(job, counts)
         for rtype in self.status_order(job):
             c = self.counts_for(counts, rtype, job.replica_specs.get(rtype))
             if rtype == LAUNCHER:
@@ -432,30 +440,26 @@ class MPIPlugin(BasePlugin):
                     out.append(failed_update(job, c.failed, rtype, reason=f"{job.kind}{job.kind}Failed"))
         return out
 
-    def _helper_events(self, job: TrainingJob, pods: list[dict[str, Any]]) -> list[ConditionUpdate]:
+    def _helper_events(self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]) -> list[ConditionUpdate]:
         out: list[ConditionUpdate] = []
         ref = f"{job.namespace}/{job.name}"
-        launcher = _find_pod(pods, launcher_name(job))
-        phase = detect_phase(launcher)
+        launcher = _find_launcher(job, counts)
+        phase = launcher.phase if launcher else ""
         if phase == "Succeeded":
             out.append(_event_only("Normal", "mpijobsSucceeded", f"MPIJob {ref} successfully completed."))
-        elif phase == "Failed":
-            reason = str(((launcher or {}).get("status") or {}).get("reason") or "MPIJobFailed")
+        elif launcher and phase == "Failed":
+            reason = _status_reason(launcher) or "MPIJobFailed"
             out.append(_event_only("Warning", reason, f"MPIJob {ref} has failed"))
         done = phase in ("Succeeded", "Failed")
         # Upstream looks at workers only while the launcher is unfinished: indices 0..replicas-1, a
         # missing pod counting as not running.
         n = 0 if done else replicas_of(job, WORKER, default=0)
-        workers = {detect_index(p): p for p in detect_replica_pods(pods, job.name, WORKER)}
+        workers = {p.index: p for p in _pods(counts, WORKER)}
         in_range = [workers.get(i) for i in range(n)]
-        evicted = sum(
-            1
-            for p in in_range
-            if detect_phase(p) == "Failed" and ((p or {}).get("status") or {}).get("reason") == "Evicted"
-        )
+        evicted = sum(1 for p in in_range if p and p.phase == "Failed" and _status_reason(p) == "Evicted")
         if evicted:
             out.append(_event_only("Warning", "MPIJobEvicted", f"{evicted}/{n} workers are evicted"))
-        if phase == "Running" and all(detect_phase(p) == "Running" for p in in_range):
+        if phase == "Running" and all(p and p.phase == "Running" for p in in_range):
             out.append(_event_only("Normal", "MPIJobRunning", f"MPIJob {ref} is running"))
         return out
 

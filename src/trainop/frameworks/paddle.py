@@ -70,7 +70,7 @@ class PaddlePlugin(BasePlugin):
         return {} if ENV_POD_IP in env else {ENV_POD_IP: pod_ip}
 
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         """§4.4 Paddle: PyTorch's loop without the elastic shortcut (elasticPolicy has no effect, §9.13)."""
         return compute_master_or_worker_conditions(self, job, counts, elastic_shortcut=False)

@@ -217,7 +217,7 @@ class PyTorchPlugin(BasePlugin):
         }
 
     def build_extra_objects(
-        self, job: TrainingJob, pods: list[dict[str, Any]], topology: Topology
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], topology: Topology
     ) -> list[dict[str, Any]]:
         """The elastic HPA (§3.4) when ``elasticPolicy.metrics`` is set; nothing otherwise."""
         hpa = build_hpa(job)
@@ -256,7 +256,7 @@ class PyTorchPlugin(BasePlugin):
         )
 
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         """§4.4 PyTorch: with a Master, Master running → Running and Master done → Succeeded (and stop,
         workers ignored); without, Worker done (or, elastic, any Worker succeeded) → Succeeded, else

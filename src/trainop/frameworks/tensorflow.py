@@ -13,13 +13,7 @@ from typing import Any, ClassVar
 from trainop.api.common import TrainingJob
 from trainop.api.constants import COND_RESTARTING, ENV_TF_CONFIG
 from trainop.api.kinds import TFJobSpec
-from trainop.core.pods import (
-    PHASE_SUCCEEDED,
-    detect_exit_code,
-    detect_index,
-    detect_phase,
-    detect_replica_pods,
-)
+from trainop.core.pods import PHASE_SUCCEEDED, detect_exit_code
 from trainop.core.status import detect_condition
 from trainop.core.topology import Topology
 from trainop.frameworks.base import ConditionUpdate, ReplicaCounts
@@ -107,7 +101,7 @@ class TFPlugin(BasePlugin):
         return [env_var(ENV_TF_CONFIG, self.build_tf_config(job, rtype, index, topology))]
 
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         """§4.4 TF, types in the order Chief, Evaluator, Master, PS, Worker. With a Chief/Master its
         counts decide Running/Succeeded; otherwise Worker does: all succeeded, or (successPolicy is
@@ -118,7 +112,7 @@ class TFPlugin(BasePlugin):
         out: list[ConditionUpdate] = []
         restarting = detect_condition(job.status, COND_RESTARTING) if job.status is not None else None
         chief_or_master = contains_chief_or_master(job)
-        worker0_done = self._worker0_completed(job, pods)
+        worker0_done = self._worker0_completed(counts)
         for rtype in self.status_order(job):
             c = self.counts_for(counts, rtype, job.replica_specs.get(rtype))
             if chief_or_master:
@@ -154,10 +148,10 @@ class TFPlugin(BasePlugin):
                     )
         return out
 
-    def _worker0_completed(self, job: TrainingJob, pods: list[dict[str, Any]]) -> bool:
+    def _worker0_completed(self, counts: Mapping[str, ReplicaCounts]) -> bool:
         """Worker 0's pod (the only one at index 0) is Succeeded and its ``tensorflow`` container
         exited 0."""
-        at0 = [p for p in detect_replica_pods(pods, job.name, WORKER) if detect_index(p) == 0]
-        if len(at0) != 1 or detect_phase(at0[0]) != PHASE_SUCCEEDED:
+        at0 = [p for p in self.counts_for(counts, WORKER, None).pods if p.index == 0]
+        if len(at0) != 1 or at0[0].phase != PHASE_SUCCEEDED:
             return False
-        return detect_exit_code(at0[0], self.info.default_container) == 0
+        return detect_exit_code(at0[0].obj, self.info.default_container) == 0

@@ -97,7 +97,7 @@ class XGBoostPlugin(BasePlugin):
         )
 
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         """§4.4 XGBoost. Master running → Running; Master done → Running (only if the job has no
         Running condition yet), then Succeeded, and stop. Any type with a failed pod → Running (same

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from trainop.api.constants import LABEL_JOB_NAME, LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
-from trainop.core.pods import detect_index, detect_phase, detect_replica_pods
+from trainop.core.pods import detect_index, detect_phase
 
 
 def pod(
@@ -36,19 +36,6 @@ def pod(
 )
 def test_detect_index(index: Any, want: int | None) -> None:
     assert detect_index(pod("p", index=index)) == want
-
-
-def test_detect_replica_pods_by_job_and_type() -> None:
-    pods = [
-        pod("a-worker-0"),
-        pod("a-master-0", rtype="master"),
-        pod("b-worker-0", job="b"),
-        pod("a-worker-1", index="1"),
-    ]
-    assert [p["metadata"]["name"] for p in detect_replica_pods(pods, "a", "Worker")] == [
-        "a-worker-0",
-        "a-worker-1",
-    ]
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 from trainop.api.common import TrainingJob
+from trainop.api.constants import LABEL_REPLICA_TYPE
 from trainop.api.defaults import apply_defaults
+from trainop.core.pods import detect_index, detect_label, detect_name, detect_phase
 from trainop.core.topology import Topology
+from trainop.frameworks.base import ReplicaCounts, ReplicaPod
 from trainop.frameworks.registry import REGISTRY
 from trainop.testing.builders import JobBuilder
 
@@ -15,6 +19,26 @@ from trainop.testing.builders import JobBuilder
 def defaulted(builder: JobBuilder) -> TrainingJob:
     """Plugins always see the defaulted job (§1.4)."""
     return apply_defaults(builder.build())
+
+
+def with_pods(counts: dict[str, ReplicaCounts], pods: list[dict[str, Any]]) -> dict[str, ReplicaCounts]:
+    """Each type's counts with its pods (by their replica-type label), as core hands them over."""
+    return {
+        rtype: replace(
+            c,
+            pods=tuple(
+                ReplicaPod(detect_name(p), detect_index(p), detect_phase(p), p)
+                for p in pods
+                if detect_label(p, LABEL_REPLICA_TYPE) == rtype.lower()
+            ),
+        )
+        for rtype, c in counts.items()
+    }
+
+
+def observed(job: TrainingJob, pods: list[dict[str, Any]]) -> dict[str, ReplicaCounts]:
+    """Every replica type of ``job`` with its pods (the counts left at zero)."""
+    return with_pods({rtype: ReplicaCounts(0, 0, 0, 0, "") for rtype in job.replica_specs}, pods)
 
 
 def fresh_pod(job: TrainingJob, rtype: str, index: int) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from trainop.testing.builders import (
     xgboost_job,
 )
 
-from .helpers import defaulted
+from .helpers import defaulted, with_pods
 
 
 def rc(
@@ -387,5 +387,5 @@ def test_compute_conditions(
     want: list[ConditionUpdate],
 ) -> None:
     job = defaulted(builder)
-    got = REGISTRY.get(job.kind).compute_conditions(job, counts, pods(job))
+    got = REGISTRY.get(job.kind).compute_conditions(job, with_pods(counts, pods(job)))
     assert got == want

@@ -65,4 +65,4 @@ CASES = [
 def test_extra_objects(builder: JobBuilder, want: list[dict[str, Any]]) -> None:
     job = defaulted(builder)
     extra = capabilities(REGISTRY.get(job.kind)).extra_objects
-    assert (extra.build_extra_objects(job, [], ServiceTopology()) if extra is not None else []) == want
+    assert (extra.build_extra_objects(job, {}, ServiceTopology()) if extra is not None else []) == want

@@ -11,7 +11,7 @@ from trainop.core.topology import ServiceTopology
 from trainop.frameworks.registry import REGISTRY
 from trainop.testing.builders import JobBuilder, mpi_job, pod
 
-from .helpers import defaulted
+from .helpers import defaulted, observed
 
 OWNER = {
     "apiVersion": "kubeflow.org/v1",
@@ -134,5 +134,5 @@ def test_mpi_extra_objects(builder: JobBuilder, pods: Any, want: list[dict[str, 
     job = defaulted(builder)
     extra = capabilities(REGISTRY.get("MPIJob")).extra_objects
     assert extra is not None
-    got = extra.build_extra_objects(job, pods(job), ServiceTopology())
+    got = extra.build_extra_objects(job, observed(job, pods(job)), ServiceTopology())
     assert got == want

@@ -92,7 +92,7 @@ class LightPlugin(BasePlugin):
         return [env_var(ENV_LIGHT_PEER, f"{topology.host(job, 'Worker', 0)}:{port}")]
 
     def compute_conditions(
-        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts], pods: list[dict[str, Any]]
+        self, job: TrainingJob, counts: Mapping[str, ReplicaCounts]
     ) -> list[ConditionUpdate]:
         out: list[ConditionUpdate] = []
         for rtype in self.status_order(job):
