@@ -16,7 +16,7 @@ from trainop.api.constants import COND_FAILED
 from trainop.core import events as ev
 from trainop.core.observed import Observed
 from trainop.core.plan import Action, Event, Plan
-from trainop.core.plugin import FrameworkPlugin, ReplicaCounts, capabilities
+from trainop.core.plugin import FrameworkPlugin, PodView, ReplicaCounts, capabilities
 from trainop.core.policies.failure import RestartCount
 from trainop.core.status import TRUE, build_condition, detect_condition_kept, set_condition
 from trainop.core.topology import Topology
@@ -44,18 +44,6 @@ def copy_status(status: JobStatus | None) -> JobStatus:
     if status.replica_statuses is not None:
         update["replica_statuses"] = dict(status.replica_statuses)
     return status.model_copy(update=update)
-
-
-@dataclass(slots=True)
-class PodView:
-    """An observed pod with the fields every step reads, looked up once per pass."""
-
-    obj: dict[str, Any]
-    name: str
-    phase: str
-    deleting: bool
-    # Created by an earlier whole-job restart than the current one: being replaced, not counted.
-    old: bool = False
 
 
 @dataclass(slots=True)

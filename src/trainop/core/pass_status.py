@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from trainop.api.common import JobCondition, ReplicaStatus
 from trainop.core.naming import build_selector
 from trainop.core.pass_state import METRIC_RESTARTED, PassState, ReplicaView
-from trainop.core.plugin import ConditionUpdate, ReplicaCounts, ReplicaPod
-from trainop.core.pods import detect_index
+from trainop.core.plugin import ConditionUpdate, ReplicaCounts
 from trainop.core.status import build_replica_status, detect_condition
 
 
@@ -67,7 +66,7 @@ def _rebuild_replica_statuses(p: PassState) -> None:
             succeeded=r.succeeded,
             failed=r.failed,
             restart_policy=r.spec.restart_policy or default_policy,
-            pods=tuple(ReplicaPod(v.name, detect_index(v.obj), v.phase, v.obj) for v in r.pods),
+            pods=tuple(r.pods),
         )
         statuses[rtype] = _replica_status(p, r, previous.get(rtype))
     p.status.replica_statuses = statuses or None

@@ -33,13 +33,12 @@ from trainop.core.pass_state import (
     METRIC_FAILED,
     METRIC_RESTARTED,
     PassState,
-    PodView,
     ReplicaView,
     copy_status,
 )
 from trainop.core.pass_status import update_status
 from trainop.core.plan import CreateObject, Plan, UpdateObject
-from trainop.core.plugin import FrameworkPlugin
+from trainop.core.plugin import FrameworkPlugin, PodView
 from trainop.core.pods import (
     PHASE_FAILED,
     PHASE_RUNNING,

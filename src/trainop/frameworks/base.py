@@ -16,9 +16,9 @@ from trainop.core.plugin import (
     LocalNoopHelpers,
     LoopbackEnv,
     PodEvents,
+    PodView,
     RemoteExec,
     ReplicaCounts,
-    ReplicaPod,
 )
 
 __all__ = [
@@ -30,7 +30,7 @@ __all__ = [
     "LocalNoopHelpers",
     "LoopbackEnv",
     "PodEvents",
+    "PodView",
     "RemoteExec",
     "ReplicaCounts",
-    "ReplicaPod",
 ]

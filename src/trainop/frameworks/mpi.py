@@ -52,7 +52,7 @@ from trainop.core.plan import ERROR_PLACEHOLDER, Event
 from trainop.core.pods import PHASE_RUNNING
 from trainop.core.topology import Topology, replica_name
 from trainop.core.trainjob import PolicyContext, Step, reserved_env_error, upsert_env, upsert_named
-from trainop.frameworks.base import ConditionUpdate, ExecAgent, ReplicaCounts, ReplicaPod
+from trainop.frameworks.base import ConditionUpdate, ExecAgent, PodView, ReplicaCounts
 from trainop.frameworks.generic import (
     BasePlugin,
     env_var,
@@ -200,16 +200,16 @@ def _config_volume(job: TrainingJob, *keys: str) -> dict[str, Any]:
     return {"name": CONFIG_VOLUME, "configMap": {"name": config_map_name(job), "items": items}}
 
 
-def _status_reason(pod: ReplicaPod) -> str:
+def _status_reason(pod: PodView) -> str:
     return str((pod.obj.get("status") or {}).get("reason") or "")
 
 
-def _pods(counts: Mapping[str, ReplicaCounts], rtype: str) -> tuple[ReplicaPod, ...]:
+def _pods(counts: Mapping[str, ReplicaCounts], rtype: str) -> tuple[PodView, ...]:
     c = counts.get(rtype)
     return c.pods if c is not None else ()
 
 
-def _find_launcher(job: TrainingJob, counts: Mapping[str, ReplicaCounts]) -> ReplicaPod | None:
+def _find_launcher(job: TrainingJob, counts: Mapping[str, ReplicaCounts]) -> PodView | None:
     return next((p for p in _pods(counts, LAUNCHER) if p.name == launcher_name(job)), None)
 
 

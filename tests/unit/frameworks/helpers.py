@@ -9,9 +9,9 @@ from typing import Any
 from trainop.api.common import TrainingJob
 from trainop.api.constants import LABEL_REPLICA_TYPE
 from trainop.api.defaults import apply_defaults
-from trainop.core.pods import detect_index, detect_label, detect_name, detect_phase
+from trainop.core.pods import detect_label, detect_name, detect_phase
 from trainop.core.topology import Topology
-from trainop.frameworks.base import ReplicaCounts, ReplicaPod
+from trainop.frameworks.base import PodView, ReplicaCounts
 from trainop.frameworks.registry import REGISTRY
 from trainop.testing.builders import JobBuilder
 
@@ -27,7 +27,7 @@ def with_pods(counts: dict[str, ReplicaCounts], pods: list[dict[str, Any]]) -> d
         rtype: replace(
             c,
             pods=tuple(
-                ReplicaPod(detect_name(p), detect_index(p), detect_phase(p), p)
+                PodView(p, detect_name(p), detect_phase(p))
                 for p in pods
                 if detect_label(p, LABEL_REPLICA_TYPE) == rtype.lower()
             ),
