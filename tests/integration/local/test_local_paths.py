@@ -368,20 +368,20 @@ step cleanup $TRAINOP delete s
 
 
 def test_a_home_we_may_not_write_is_one_clear_line(tmp_path: Path) -> None:
-    """Root ignores file modes, so the command runs as nobody (setpriv) against a home it does not own."""
+    """Root ignores file modes, so the command runs as root without the capabilities that override
+    them (setpriv) against a home nobody owns. It stays root rather than becoming nobody: a clone of
+    the repository in a private directory (``mktemp -d`` makes it 0700) is readable by root only."""
     if os.geteuid() != 0:
         pytest.skip(
-            "needs root to drop to another user; as non-root a chmod 0500 home shows the same"
+            "needs root to give the home away; as non-root a chmod 0500 home shows the same"
         )  # pragma: no cover
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
-    os.chmod(tmp_path, 0o755)
+    os.chown(home, 65534, 65534)
     res = subprocess.run(
         [
             "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
+            "--bounding-set=-dac_override,-dac_read_search,-fowner,-chown",
             sys.executable,
             "-m",
             "trainop.cli.main",
